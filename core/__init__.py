@@ -1,0 +1,58 @@
+"""zep-memory core: a temporal knowledge-graph memory for LLM agents.
+
+Facts learned from conversations are kept with time — when each became true, when
+it stopped, what replaced it — in SQLite (records), Chroma (vectors) and Kùzu
+(graph), and handed back by relevance in milliseconds.
+
+Example:
+    >>> from zep_core import Memory, Message
+    >>> memory = Memory.open("./data")                                     # doctest: +SKIP
+    >>> memory.conversation_end("s1", [Message("I live in Paris", name="Ada")], user_id="ada")
+    >>> memory.conversation_end("s2", [Message("I moved to Berlin", name="Ada")], user_id="ada")
+    >>> [f.content for f in memory.get_context("Where does Ada live?", user_id="ada")]
+    ['Ada lives in Berlin.', ...]
+
+Importing this package has no side effects: no files, no sockets, no telemetry;
+the stores and the embedding model are opened by :class:`Memory`.
+"""
+
+from .config import DEFAULT_SINGLE_VALUED, MemoryConfig
+from .errors import (
+    ConfigError,
+    ExtractionError,
+    InvariantError,
+    NotFoundError,
+    ProviderError,
+    QueryError,
+    StoreError,
+    StoreLockedError,
+    ValidationError,
+    ZepMemoryError,
+)
+from .memory import MaintenanceReport, Memory
+from .models import Discarded, Entity, Episode, Fact, IngestResult, Message
+
+__all__ = [
+    "DEFAULT_SINGLE_VALUED",
+    "ConfigError",
+    "Discarded",
+    "Entity",
+    "Episode",
+    "ExtractionError",
+    "Fact",
+    "IngestResult",
+    "InvariantError",
+    "MaintenanceReport",
+    "Memory",
+    "MemoryConfig",
+    "Message",
+    "NotFoundError",
+    "ProviderError",
+    "QueryError",
+    "StoreError",
+    "StoreLockedError",
+    "ValidationError",
+    "ZepMemoryError",
+]
+
+__version__ = "0.1.0"

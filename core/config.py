@@ -1,0 +1,124 @@
+"""MemoryConfig: the spec's config block and every query parameter, in one place.
+
+Every number the spec names (the 0.6 threshold, 2 hops, the 0.7/0.3 weights,
+limit 10, the 6 h entity refresh) is a field here, so the benchmarks, not the code,
+decide the defaults. Nothing is read from the environment unless you call
+:meth:`MemoryConfig.from_env`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import ConfigError
+
+__all__ = ["DEFAULT_SINGLE_VALUED", "MemoryConfig"]
+
+#: Predicates that hold one value at a time: a new value supersedes the old one.
+DEFAULT_SINGLE_VALUED = frozenset(
+    {
+        "lives_in",
+        "works_at",
+        "works_as",
+        "studies_at",
+        "born_in",
+        "married_to",
+        "is_named",
+        "age",
+        "job_title",
+        "relationship_status",
+    }
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryConfig:
+    """Configuration of a :class:`zep_core.Memory`.
+
+    Args:
+        data_dir: the data folder: ``zep.db``, ``chroma/`` and ``graph/`` live in it.
+        embedder: an :class:`~zep_core.providers.base.Embedder`; ``None`` is the offline
+            all-MiniLM-L6-v2 int8 model shipped in the package.
+        extractor: an :class:`~zep_core.providers.base.Extractor`; ``None`` is the
+            offline rule-based extractor.
+        summarizer: a :class:`~zep_core.providers.base.Summarizer`; ``None`` is extractive.
+        semantic_threshold: the spec's ``semantic_match(threshold: 0.6)``.
+        graph_hops: the spec's ``graph_match(hops: 2)``.
+        semantic_weight, graph_weight: the spec's ``sm * 0.7 + gm * 0.3``.
+        context_limit: the spec's ``limit 10``.
+        require_both: the spec's literal AND of both matches (default: either).
+        semantic_candidates: how many nearest vectors to fetch from Chroma per query.
+        graph_candidates: cap on facts found through the graph per query.
+        hop_scores: graph score of a fact at 1 and 2 hops from an entity named in the input.
+        single_valued_predicates: predicates whose new value supersedes the old.
+        entity_refresh_interval: the spec's ``every 6h``.
+        auto_refresh: run :meth:`Memory.refresh_entities` on a background schedule.
+        default_speaker: the name "I" resolves to for ``user`` messages without a name.
+        max_message_chars, max_messages_per_episode, max_facts_per_episode: input bounds.
+        busy_timeout_ms: SQLite busy timeout.
+        graph_buffer_pool_mb: Kùzu buffer pool size.
+        chroma_url: use a Chroma server (``chroma run``) instead of the embedded client.
+        on_embedder_mismatch: ``error`` (default) or ``reembed`` when the data folder was
+            built with another embedder.
+        strict_timezones: refuse naive datetimes instead of reading them as UTC.
+    """
+
+    data_dir: str | Path = "./data"
+    embedder: Any = None
+    extractor: Any = None
+    summarizer: Any = None
+    semantic_threshold: float = 0.6
+    graph_hops: int = 2
+    semantic_weight: float = 0.7
+    graph_weight: float = 0.3
+    context_limit: int = 10
+    require_both: bool = False
+    semantic_candidates: int = 50
+    graph_candidates: int = 500
+    hop_scores: tuple[float, ...] = (1.0, 0.5)
+    single_valued_predicates: frozenset[str] = DEFAULT_SINGLE_VALUED
+    entity_refresh_interval: timedelta = timedelta(hours=6)
+    auto_refresh: bool = False
+    default_speaker: str = "User"
+    max_message_chars: int = 100_000
+    max_messages_per_episode: int = 2_000
+    max_facts_per_episode: int = 1_000
+    busy_timeout_ms: int = 5_000
+    graph_buffer_pool_mb: int = 256
+    chroma_url: str | None = None
+    on_embedder_mismatch: Literal["error", "reembed"] = "error"
+    strict_timezones: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.semantic_threshold <= 1:
+            raise ConfigError(f"semantic_threshold must be in [0, 1], got {self.semantic_threshold}")
+        if self.semantic_weight < 0 or self.graph_weight < 0:
+            raise ConfigError("semantic_weight and graph_weight must be >= 0")
+        if not 0 <= self.graph_hops <= 3:
+            raise ConfigError(f"graph_hops must be 0..3, got {self.graph_hops}")
+        if len(self.hop_scores) < self.graph_hops:
+            raise ConfigError(f"hop_scores needs one score per hop ({self.graph_hops}), got {self.hop_scores}")
+        for name in ("context_limit", "semantic_candidates", "max_message_chars",
+                     "max_messages_per_episode", "max_facts_per_episode"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.on_embedder_mismatch not in ("error", "reembed"):
+            raise ConfigError("on_embedder_mismatch must be 'error' or 'reembed'")
+        object.__setattr__(self, "single_valued_predicates", frozenset(self.single_valued_predicates))
+
+    @property
+    def data_path(self) -> Path:
+        """The data folder as an absolute path."""
+        return Path(self.data_dir).expanduser().resolve()
+
+    def with_(self, **changes: Any) -> MemoryConfig:
+        """Return a copy with some fields changed (unknown names are a ConfigError)."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise ConfigError(f"unknown MemoryConfig field(s): {', '.join(unknown)}")
+        return replace(self, **changes)

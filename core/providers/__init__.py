@@ -1,0 +1,1 @@
+"""Providers: embedders, extractors and summarizers behind small protocols."""

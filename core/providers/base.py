@@ -1,0 +1,143 @@
+"""The provider seams: embedders, extractors and summarizers.
+
+Each seam is a small ``typing.Protocol``. The offline defaults live in
+``providers/local.py`` (embedder), ``providers/rules.py`` (extractor) and
+``providers/extractive.py`` (summarizer); OpenAI-compatible ones in
+``providers/openai.py``. The core never asks which one it has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Mapping, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ..models import Entity, Fact, Message
+
+__all__ = [
+    "Embedder",
+    "ExtractedEntity",
+    "ExtractedFact",
+    "Extraction",
+    "ExtractionContext",
+    "Extractor",
+    "Summarizer",
+]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalized float32 vectors.
+
+    Attributes:
+        name: a stable identity stored with the data (e.g. ``local:all-MiniLM-L6-v2-int8``).
+        dimension: the vector length.
+    """
+
+    name: str
+    dimension: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an ``(len(texts), dimension)`` float32 array of unit vectors."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Return one ``(dimension,)`` unit vector; implementations may cache it."""
+        ...
+
+
+@dataclass(frozen=True)
+class ExtractedEntity:
+    """An entity the extractor saw: a name and a type (person, place, org, thing…)."""
+
+    name: str
+    entity_type: str = "thing"
+
+
+@dataclass(frozen=True)
+class ExtractedFact:
+    """A fact the extractor proposes; the core validates it and applies the rules.
+
+    Attributes:
+        subject: the subject's name, already resolved ("I" → the speaker).
+        predicate: a canonical snake_case predicate (``lives_in``, ``works_at``…).
+        object: the object's name or value.
+        content: one readable sentence stating the fact.
+        confidence: in [0, 1].
+        valid_from: when it became true; ``None`` means "the source message's time".
+        valid_until: when it stopped being true, if stated.
+        source_message_ids: ids of the messages it came from (caller ids).
+        subject_type: entity type of the subject.
+        object_type: entity type of the object when it is an entity.
+        object_is_entity: whether the object is a graph node (``Paris``) rather than a
+            literal value (an age, a free-text statement).
+    """
+
+    subject: str
+    predicate: str
+    object: str
+    content: str
+    confidence: float = 0.8
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    source_message_ids: tuple[str, ...] = ()
+    subject_type: str = "person"
+    object_type: str = "thing"
+    object_is_entity: bool = True
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Everything one extraction pass over an episode returns."""
+
+    summary: str | None = None
+    entities: tuple[ExtractedEntity, ...] = ()
+    facts: tuple[ExtractedFact, ...] = ()
+    contradicted_fact_ids: tuple[str, ...] = ()
+    usage: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExtractionContext:
+    """What the core tells the extractor besides the messages.
+
+    Attributes:
+        user_id: the tenant.
+        session_id: the conversation.
+        now: the ingest time (the fallback for messages without a timestamp).
+        known_facts: current facts about the entities the episode mentions, so an
+            LLM can say which ones it contradicts; found without any LLM call.
+        default_speaker: the name used for a ``user`` message that has no ``name``.
+    """
+
+    user_id: str
+    session_id: str
+    now: datetime
+    known_facts: tuple[Fact, ...] = ()
+    default_speaker: str = "User"
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """Turns an episode's messages into a summary, entities and facts.
+
+    Attributes:
+        needs_known_facts: whether the core should look up ``known_facts`` for it.
+    """
+
+    needs_known_facts: bool
+
+    def extract(self, messages: Sequence[Message], context: ExtractionContext) -> Extraction:
+        """Extract from one episode. Raise any exception to leave it pending."""
+        ...
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Writes entity summaries from their facts, many entities per call."""
+
+    def summarize_entities(self, items: Sequence[tuple[Entity, Sequence[Fact]]]) -> list[str]:
+        """Return one summary per ``(entity, facts)`` pair, in order."""
+        ...

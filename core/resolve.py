@@ -1,0 +1,66 @@
+"""Entity resolution: names to stable ids, and the entities an input names.
+
+An entity's id is a hash of the user and its normalized name, so the same name
+always lands on the same node for a user and never on another user's. Aliases
+("my name is Alice" makes Alice an alias of the speaker) map more names to it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from .temporal import normalize_name
+
+__all__ = ["FIRST_PERSON", "entity_id", "input_aliases", "is_first_person"]
+
+FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "i'm", "im"})
+_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
+
+
+def entity_id(user_id: str, name: str) -> str:
+    """The id of the entity called ``name`` for ``user_id``."""
+    key = f"{user_id}\x1f{normalize_name(name)}".encode("utf-8")
+    return hashlib.sha256(key).hexdigest()[:32]
+
+
+def is_first_person(name: str) -> bool:
+    """Whether a subject or object is "I/me/my…" and must resolve to the speaker."""
+    return normalize_name(name) in FIRST_PERSON
+
+
+def input_aliases(text: str, *, max_words: int = 4, max_grams: int = 2000) -> list[str]:
+    """Normalized word n-grams of ``text`` (1..max_words) that could name an entity.
+
+    Possessives are tried both ways ("Alice's" → "alice's" and "alice").
+    """
+    words = [w.strip("'’-") for w in _WORD.findall(text)]
+    words = [w for w in words if w]
+    grams: dict[str, None] = {}
+    for n in range(1, max_words + 1):
+        for i in range(len(words) - n + 1):
+            gram = normalize_name(" ".join(words[i:i + n]))
+            grams[gram] = None
+            if gram.endswith(("'s", "’s")):
+                grams[gram[:-2]] = None
+            if len(grams) >= max_grams:
+                return list(grams)
+    return list(grams)
+
+
+_PREDICATE_ALIASES = {
+    "moved_to": "lives_in", "relocated_to": "lives_in", "resides_in": "lives_in", "lives_at": "lives_in",
+    "based_in": "lives_in", "home_is_in": "lives_in", "works_for": "works_at", "employed_at": "works_at",
+    "employed_by": "works_at", "job": "works_as", "occupation": "works_as", "profession": "works_as",
+    "studies": "studies_at", "attends": "studies_at", "born_at": "born_in", "spouse": "married_to",
+    "name": "is_named", "named": "is_named", "loves": "likes", "enjoys": "likes", "hates": "dislikes",
+    "owns": "has", "has_a": "has",
+}
+
+
+def canonical_predicate(predicate: str) -> str:
+    """snake_case a predicate and map common synonyms (``moved to`` → ``lives_in``)."""
+    if not isinstance(predicate, str):
+        return predicate
+    key = re.sub(r"[^\w]+", "_", predicate.strip().casefold()).strip("_")
+    return _PREDICATE_ALIASES.get(key, key) or predicate

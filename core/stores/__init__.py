@@ -1,0 +1,1 @@
+"""The three stores: SQLite (records), Chroma (vectors), Kùzu (graph)."""

@@ -1,0 +1,116 @@
+"""The seams between the domain code and the derived indexes.
+
+SQLite is the system of record (``records.py``); the vector index and the graph
+index are derived from it and can be rebuilt. Each index plugs in through a small
+protocol, so Chroma can be swapped for a Chroma server and Kùzu for its fork or a
+server graph without the domain code asking which backend it has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Protocol, Sequence
+
+import numpy as np
+
+__all__ = ["EntityNode", "FactEdge", "GraphIndex", "VectorIndex", "VECTOR_KINDS"]
+
+#: Collections kept per user: current facts (the hot path), superseded ones, entities.
+VECTOR_KINDS = ("current", "history", "entity")
+
+
+class VectorIndex(Protocol):
+    """Nearest-neighbour search over unit vectors, partitioned by user and kind."""
+
+    def upsert(self, user_id: str, kind: str, ids: Sequence[str], vectors: np.ndarray) -> None:
+        """Insert or replace vectors; idempotent."""
+        ...
+
+    def delete(self, user_id: str, kind: str, ids: Sequence[str]) -> None:
+        """Remove ids; missing ids are ignored."""
+        ...
+
+    def query(self, user_id: str, kind: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Return up to ``k`` ``(id, cosine similarity)`` pairs, best first."""
+        ...
+
+    def ids(self, user_id: str, kind: str) -> set[str]:
+        """Every id stored for a user and kind (for consistency checks)."""
+        ...
+
+    def drop_user(self, user_id: str) -> None:
+        """Remove everything stored for a user."""
+        ...
+
+    def reset(self) -> None:
+        """Remove everything (before a rebuild)."""
+        ...
+
+
+@dataclass(frozen=True)
+class EntityNode:
+    """An Entity node as the graph keeps it."""
+
+    id: str
+    user_id: str
+    name: str
+    entity_type: str
+
+
+@dataclass(frozen=True)
+class FactEdge:
+    """A FACT relationship: one fact whose object is an entity."""
+
+    fact_id: str
+    user_id: str
+    subject_id: str
+    object_id: str
+    predicate: str
+    valid_from: str
+    valid_until: str | None
+    current: bool
+
+
+class GraphIndex(Protocol):
+    """Entity nodes and FACT relationships, for hops and read-only Cypher."""
+
+    def upsert_entities(self, nodes: Iterable[EntityNode]) -> None:
+        """Insert or update nodes; idempotent."""
+        ...
+
+    def upsert_facts(self, edges: Iterable[FactEdge]) -> None:
+        """Insert or update relationships keyed by fact id; idempotent."""
+        ...
+
+    def delete_facts(self, edges: Iterable[tuple[str, str, str]]) -> None:
+        """Delete relationships given ``(fact_id, subject_id, object_id)``."""
+        ...
+
+    def neighbours(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
+                   limit: int = 200) -> set[str]:
+        """Entities one hop from ``entity_ids`` over current (or as-of) facts."""
+        ...
+
+    def related(self, user_id: str, entity_id: str, *, hops: int = 2, limit: int = 10) -> list[str]:
+        """Distinct entity ids within ``1..hops`` hops, excluding the start."""
+        ...
+
+    def read_query(self, query: str, params: dict) -> list[dict]:
+        """Run a query already checked to be read-only; rows as dicts."""
+        ...
+
+    def snapshot(self, user_id: str | None = None) -> tuple[set[str], dict[str, bool]]:
+        """Entity ids and ``{fact_id: current}`` stored (for consistency checks)."""
+        ...
+
+    def drop_user(self, user_id: str) -> None:
+        """Remove a user's nodes and relationships."""
+        ...
+
+    def reset(self) -> None:
+        """Remove everything (before a rebuild)."""
+        ...
+
+    def close(self) -> None:
+        """Release the database."""
+        ...

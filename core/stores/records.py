@@ -1,0 +1,538 @@
+"""SQLite, through sqlite-utils: the system of record.
+
+Episodes with their messages, facts, entities, aliases, embeddings (float32 blobs),
+the chat-session buffer used by the adapters, and an **outbox** of pending index
+writes all live in ``zep.db``. A write commits records and outbox rows in one
+transaction; the derived indexes are brought in line afterwards (and on the next
+open if the process died in between).
+
+One connection, shared by threads under a lock (``check_same_thread=False``), in WAL
+mode with a busy timeout so a second process waits instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+import sqlite_utils
+
+from ..errors import StoreError
+from ..models import Entity, Episode, Fact, Message, to_utc
+
+__all__ = ["RecordStore", "StoredFact", "iso", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS episodes (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, session_id TEXT NOT NULL,
+    summary TEXT, created_at TEXT NOT NULL, status TEXT NOT NULL, error TEXT,
+    usage TEXT, attempts INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS episodes_session ON episodes(user_id, session_id);
+CREATE INDEX IF NOT EXISTS episodes_status ON episodes(status);
+CREATE TABLE IF NOT EXISTS messages (
+    episode_id TEXT NOT NULL, seq INTEGER NOT NULL, user_id TEXT NOT NULL,
+    message_id TEXT NOT NULL, role TEXT NOT NULL, name TEXT, content TEXT NOT NULL,
+    timestamp TEXT, PRIMARY KEY (episode_id, seq));
+CREATE INDEX IF NOT EXISTS messages_user ON messages(user_id);
+CREATE TABLE IF NOT EXISTS facts (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, episode_id TEXT,
+    subject TEXT NOT NULL, predicate TEXT NOT NULL, object TEXT NOT NULL,
+    content TEXT NOT NULL, confidence REAL NOT NULL,
+    valid_from TEXT NOT NULL, valid_until TEXT, superseded_by TEXT,
+    created_at TEXT, expired_at TEXT, source_message_ids TEXT NOT NULL,
+    subject_id TEXT NOT NULL, object_id TEXT, embedding BLOB NOT NULL,
+    CHECK (valid_until IS NULL OR valid_from <= valid_until),
+    CHECK (confidence >= 0 AND confidence <= 1));
+CREATE INDEX IF NOT EXISTS facts_subject ON facts(user_id, subject_id, valid_until);
+CREATE INDEX IF NOT EXISTS facts_object ON facts(user_id, object_id, valid_until);
+CREATE INDEX IF NOT EXISTS facts_predicate ON facts(user_id, predicate);
+CREATE TABLE IF NOT EXISTS entities (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL,
+    entity_type TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '',
+    fact_count INTEGER NOT NULL DEFAULT 0, last_updated TEXT, changed_at TEXT,
+    embedding BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS entities_user ON entities(user_id, entity_type);
+CREATE INDEX IF NOT EXISTS entities_changed ON entities(changed_at);
+CREATE TABLE IF NOT EXISTS aliases (
+    user_id TEXT NOT NULL, alias TEXT NOT NULL, entity_id TEXT NOT NULL,
+    PRIMARY KEY (user_id, alias));
+CREATE INDEX IF NOT EXISTS aliases_entity ON aliases(entity_id);
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, op TEXT NOT NULL, user_id TEXT NOT NULL,
+    ref_id TEXT, payload TEXT);
+CREATE TABLE IF NOT EXISTS session_messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL,
+    session_id TEXT NOT NULL, role TEXT NOT NULL, name TEXT, content TEXT NOT NULL,
+    message_id TEXT, timestamp TEXT, episode_id TEXT);
+CREATE INDEX IF NOT EXISTS session_messages_session
+    ON session_messages(user_id, session_id, seq);
+"""
+
+_FACT_COLUMNS = (
+    "id, user_id, episode_id, subject, predicate, object, content, confidence, valid_from, "
+    "valid_until, superseded_by, created_at, expired_at, source_message_ids, subject_id, object_id"
+)
+
+
+def iso(value: datetime | None) -> str | None:
+    """Serialize a UTC datetime so that string order is time order."""
+    if value is None:
+        return None
+    v = to_utc(value)
+    return (f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+            f".{v.microsecond:06d}+00:00")
+
+
+def _dt(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+@dataclass(frozen=True)
+class StoredFact:
+    """A fact with what the stores need beside it: entity ids and its vector."""
+
+    fact: Fact
+    subject_id: str
+    object_id: str | None
+    embedding: np.ndarray
+
+
+def _fact_from_row(row: Sequence[Any]) -> Fact:
+    return Fact(
+        id=row[0], user_id=row[1], episode_id=row[2], subject=row[3], predicate=row[4],
+        object=row[5], content=row[6], confidence=row[7], valid_from=_dt(row[8]),
+        valid_until=_dt(row[9]), superseded_by=row[10], created_at=_dt(row[11]),
+        expired_at=_dt(row[12]), source_message_ids=tuple(json.loads(row[13])),
+    )
+
+
+def _entity_from_row(row: Sequence[Any], aliases: Sequence[str] = ()) -> Entity:
+    return Entity(id=row[0], user_id=row[1], name=row[2], entity_type=row[3], summary=row[4],
+                  fact_count=row[5], last_updated=_dt(row[6]), aliases=tuple(aliases))
+
+
+class RecordStore:
+    """The SQLite system of record. Every method is scoped by ``user_id``."""
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
+        try:
+            conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None,
+                                   timeout=busy_timeout_ms / 1000)
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            self.db = sqlite_utils.Database(conn, execute_plugins=False)
+            self.db.enable_wal()
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(f"could not open the record store {path}: {exc}") from exc
+        self.path = path
+        self._lock = threading.RLock()
+        version = self.get_meta("schema_version")
+        if version is None:
+            self.set_meta("schema_version", str(SCHEMA_VERSION))
+        elif int(version) > SCHEMA_VERSION:
+            raise StoreError(f"{path} has schema version {version}, newer than this zep-memory "
+                             f"({SCHEMA_VERSION}); upgrade zep-memory to open it")
+
+    # -- plumbing ---------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic write: everything inside commits together or not at all."""
+        with self._lock:
+            try:
+                with self.db.atomic():
+                    yield
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite write failed in {self.path}: {exc}") from exc
+
+    def _rows(self, sql: str, params: Sequence[Any] | dict = ()) -> list[tuple]:
+        with self._lock:
+            try:
+                return self.db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite read failed in {self.path}: {exc}") from exc
+
+    def _exec(self, sql: str, params: Sequence[Any] | dict = ()) -> None:
+        with self._lock:
+            self.db.execute(sql, params)
+
+    def _many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self._lock:
+            self.db.conn.executemany(sql, rows)
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self.db.close()
+
+    def get_meta(self, key: str) -> str | None:
+        """Read one metadata value (schema version, embedder identity…)."""
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", [key])
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write one metadata value."""
+        self._exec("INSERT INTO meta(key, value) VALUES (?, ?) "
+                   "ON CONFLICT(key) DO UPDATE SET value = excluded.value", [key, value])
+
+    # -- users ------------------------------------------------------------------
+
+    def has_user(self, user_id: str) -> bool:
+        """Whether anything was ever stored for ``user_id``."""
+        return bool(self._rows(
+            "SELECT 1 FROM episodes WHERE user_id = ? UNION ALL "
+            "SELECT 1 FROM session_messages WHERE user_id = ? LIMIT 1", [user_id, user_id]))
+
+    def users(self) -> list[str]:
+        """Every user id with stored episodes or chat messages."""
+        rows = self._rows("SELECT user_id FROM episodes UNION SELECT user_id FROM session_messages")
+        return sorted(r[0] for r in rows)
+
+    def delete_user(self, user_id: str) -> None:
+        """Delete every row of a user (call inside :meth:`transaction`)."""
+        for table in ("messages", "episodes", "facts", "entities", "aliases", "session_messages"):
+            self._exec(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
+
+    # -- episodes ---------------------------------------------------------------
+
+    def episode_owner(self, episode_id: str) -> str | None:
+        """The user an episode id belongs to, or None if unknown."""
+        rows = self._rows("SELECT user_id FROM episodes WHERE id = ?", [episode_id])
+        return rows[0][0] if rows else None
+
+    def insert_episode(self, episode: Episode, message_ids: Sequence[str]) -> None:
+        """Store an episode and every message (call inside :meth:`transaction`)."""
+        self._exec(
+            "INSERT INTO episodes(id, user_id, session_id, summary, created_at, status) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [episode.id, episode.user_id, episode.session_id, episode.summary,
+             iso(episode.created_at), episode.status])
+        self._many(
+            "INSERT INTO messages(episode_id, seq, user_id, message_id, role, name, content, timestamp) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(episode.id, i, episode.user_id, mid, m.role, m.name, m.content, iso(m.timestamp))
+             for i, (m, mid) in enumerate(zip(episode.messages, message_ids))])
+
+    def set_episode_status(self, episode_id: str, status: str, *, error: str | None = None,
+                           summary: str | None = None, usage: dict | None = None) -> None:
+        """Record the outcome of an extraction attempt."""
+        self._exec(
+            "UPDATE episodes SET status = ?, error = ?, summary = COALESCE(?, summary), "
+            "usage = COALESCE(?, usage), attempts = attempts + 1 WHERE id = ?",
+            [status, error, summary, json.dumps(usage) if usage else None, episode_id])
+
+    def get_episode(self, episode_id: str) -> Episode | None:
+        """Load an episode with its messages (caller ids restored), or None."""
+        rows = self._rows("SELECT id, user_id, session_id, summary, created_at, status, error "
+                          "FROM episodes WHERE id = ?", [episode_id])
+        if not rows:
+            return None
+        r = rows[0]
+        msgs = self._rows("SELECT message_id, role, name, content, timestamp FROM messages "
+                          "WHERE episode_id = ? ORDER BY seq", [episode_id])
+        messages = tuple(Message(content=m[3], role=m[1], name=m[2], id=m[0], timestamp=_dt(m[4]))
+                         for m in msgs)
+        return Episode(id=r[0], user_id=r[1], session_id=r[2], summary=r[3],
+                       created_at=_dt(r[4]), status=r[5], error=r[6], messages=messages)
+
+    def episode_ids(self, *, user_id: str | None = None, status: str | None = None,
+                    limit: int = 1_000_000) -> list[str]:
+        """Episode ids, oldest first, optionally filtered."""
+        clauses, params = [], []
+        if user_id is not None:
+            clauses.append("user_id = ?")
+            params.append(user_id)
+        if status is not None:
+            clauses.append("status = ?")
+            params.append(status)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        return [r[0] for r in self._rows(
+            f"SELECT id FROM episodes {where} ORDER BY created_at, rowid LIMIT ?", [*params, limit])]
+
+    # -- facts ------------------------------------------------------------------
+
+    def write_facts(self, facts: Iterable[StoredFact]) -> None:
+        """Insert or replace fact rows (call inside :meth:`transaction`)."""
+        self._many(
+            f"INSERT OR REPLACE INTO facts({_FACT_COLUMNS}, embedding) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(f.id, f.user_id, f.episode_id, f.subject, f.predicate, f.object, f.content,
+              f.confidence, iso(f.valid_from), iso(f.valid_until), f.superseded_by,
+              iso(f.created_at), iso(f.expired_at), json.dumps(list(f.source_message_ids)),
+              s.subject_id, s.object_id, _blob(s.embedding))
+             for s in facts for f in [s.fact]])
+
+    def update_facts(self, facts: Iterable[Fact]) -> None:
+        """Rewrite the mutable columns of stored facts (supersession, reinforcement)."""
+        self._many(
+            "UPDATE facts SET confidence = ?, valid_from = ?, valid_until = ?, superseded_by = ?, "
+            "expired_at = ?, source_message_ids = ? WHERE id = ? AND user_id = ?",
+            [(f.confidence, iso(f.valid_from), iso(f.valid_until), f.superseded_by,
+              iso(f.expired_at), json.dumps(list(f.source_message_ids)), f.id, f.user_id)
+             for f in facts])
+
+    def get_facts(self, user_id: str, ids: Sequence[str]) -> dict[str, Fact]:
+        """Facts by id, for one user only."""
+        out: dict[str, Fact] = {}
+        for chunk in _chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            for row in self._rows(f"SELECT {_FACT_COLUMNS} FROM facts WHERE user_id = ? AND id IN ({marks})",
+                                  [user_id, *chunk]):
+                out[row[0]] = _fact_from_row(row)
+        return out
+
+    def stored_facts(self, ids: Sequence[str]) -> dict[str, StoredFact]:
+        """Facts by id with entity ids and vectors (any user: the outbox uses it)."""
+        out: dict[str, StoredFact] = {}
+        for chunk in _chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            for row in self._rows(f"SELECT {_FACT_COLUMNS}, embedding FROM facts WHERE id IN ({marks})", chunk):
+                out[row[0]] = StoredFact(_fact_from_row(row), row[14], row[15],
+                                         np.frombuffer(row[16], dtype=np.float32))
+        return out
+
+    def iter_fact_ids(self, user_id: str | None = None, batch: int = 2000) -> Iterator[list[str]]:
+        """Every fact id, in batches (for rebuilds and checks)."""
+        last = ""
+        while True:
+            if user_id is None:
+                rows = self._rows("SELECT id FROM facts WHERE id > ? ORDER BY id LIMIT ?", [last, batch])
+            else:
+                rows = self._rows("SELECT id FROM facts WHERE user_id = ? AND id > ? ORDER BY id LIMIT ?",
+                                  [user_id, last, batch])
+            if not rows:
+                return
+            yield [r[0] for r in rows]
+            last = rows[-1][0]
+
+    def fact_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of some facts of one user."""
+        out: dict[str, np.ndarray] = {}
+        for chunk in _chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            for fid, blob in self._rows(
+                    f"SELECT id, embedding FROM facts WHERE user_id = ? AND id IN ({marks})", [user_id, *chunk]):
+                out[fid] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def current_facts_about(self, user_id: str, entity_ids: Sequence[str], *, limit: int = 10_000) -> list[Fact]:
+        """Current facts whose subject is one of ``entity_ids``."""
+        if not entity_ids:
+            return []
+        marks = ",".join("?" * len(entity_ids))
+        rows = self._rows(
+            f"SELECT {_FACT_COLUMNS} FROM facts WHERE user_id = ? AND subject_id IN ({marks}) "
+            "AND valid_until IS NULL AND superseded_by IS NULL LIMIT ?", [user_id, *entity_ids, limit])
+        return [_fact_from_row(r) for r in rows]
+
+    def facts_touching(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
+                       limit: int = 500) -> list[str]:
+        """Ids of current (or as-of) facts whose subject or object is in ``entity_ids``, newest first."""
+        if not entity_ids:
+            return []
+        marks = ",".join("?" * len(entity_ids))
+        if as_of is None:
+            when = "valid_until IS NULL AND superseded_by IS NULL"
+            params: list[Any] = []
+        else:
+            when = "valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)"
+            params = [as_of, as_of]
+        sql = (f"SELECT id, valid_from FROM facts WHERE user_id = ? AND subject_id IN ({marks}) AND {when} "
+               f"UNION SELECT id, valid_from FROM facts WHERE user_id = ? AND object_id IN ({marks}) AND {when} "
+               "ORDER BY valid_from DESC LIMIT ?")
+        rows = self._rows(sql, [user_id, *entity_ids, *params, user_id, *entity_ids, *params, limit])
+        return [r[0] for r in rows]
+
+    def entity_history(self, user_id: str, entity_id: str) -> list[Fact]:
+        """Every fact with the entity as subject or object, by valid_from ascending."""
+        rows = self._rows(
+            f"SELECT {_FACT_COLUMNS} FROM facts WHERE user_id = ? AND (subject_id = ? OR object_id = ?) "
+            "ORDER BY valid_from, created_at, id", [user_id, entity_id, entity_id])
+        return [_fact_from_row(r) for r in rows]
+
+    def count_facts(self, user_id: str | None = None) -> dict[str, int]:
+        """Counts of current and superseded facts."""
+        where, params = ("WHERE user_id = ?", [user_id]) if user_id else ("", [])
+        rows = self._rows(f"SELECT valid_until IS NULL AND superseded_by IS NULL, count(*) FROM facts {where} "
+                          "GROUP BY 1", params)
+        counts = {bool(k): v for k, v in rows}
+        return {"current": counts.get(True, 0), "superseded": counts.get(False, 0)}
+
+    # -- entities ---------------------------------------------------------------
+
+    def entity_ids_for_aliases(self, user_id: str, aliases: Sequence[str]) -> dict[str, str]:
+        """Map normalized aliases to entity ids, for the ones that exist."""
+        out: dict[str, str] = {}
+        for chunk in _chunks(list(dict.fromkeys(aliases)), 500):
+            marks = ",".join("?" * len(chunk))
+            for alias, eid in self._rows(
+                    f"SELECT alias, entity_id FROM aliases WHERE user_id = ? AND alias IN ({marks})",
+                    [user_id, *chunk]):
+                out[alias] = eid
+        return out
+
+    def insert_entities(self, rows: Iterable[tuple[Entity, np.ndarray]], changed_at: str) -> None:
+        """Create entities with their vectors (call inside :meth:`transaction`)."""
+        self._many(
+            "INSERT OR IGNORE INTO entities(id, user_id, name, entity_type, summary, fact_count, "
+            "last_updated, changed_at, embedding) VALUES (?, ?, ?, ?, '', 0, NULL, ?, ?)",
+            [(e.id, e.user_id, e.name, e.entity_type, changed_at, _blob(v)) for e, v in rows])
+
+    def add_aliases(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        """Add ``(user_id, alias, entity_id)``; an alias already taken keeps its entity."""
+        self._many("INSERT OR IGNORE INTO aliases(user_id, alias, entity_id) VALUES (?, ?, ?)", rows)
+
+    def mark_entities_changed(self, user_id: str, entity_ids: Iterable[str], when: str) -> None:
+        """Flag entities for the next summary refresh."""
+        self._many("UPDATE entities SET changed_at = ? WHERE user_id = ? AND id = ?",
+                   [(when, user_id, eid) for eid in set(entity_ids)])
+
+    def get_entities(self, user_id: str, ids: Sequence[str]) -> dict[str, Entity]:
+        """Entities by id, with their aliases, for one user only."""
+        out: dict[str, Entity] = {}
+        for chunk in _chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            aliases: dict[str, list[str]] = {}
+            for alias, eid in self._rows(f"SELECT alias, entity_id FROM aliases WHERE user_id = ? "
+                                         f"AND entity_id IN ({marks})", [user_id, *chunk]):
+                aliases.setdefault(eid, []).append(alias)
+            for row in self._rows(
+                    "SELECT id, user_id, name, entity_type, summary, fact_count, last_updated FROM entities "
+                    f"WHERE user_id = ? AND id IN ({marks})", [user_id, *chunk]):
+                out[row[0]] = _entity_from_row(row, sorted(aliases.get(row[0], ())))
+        return out
+
+    def entity_rows(self, ids: Sequence[str]) -> list[tuple[Entity, np.ndarray]]:
+        """Entities with vectors (any user: the outbox and rebuild use it)."""
+        out = []
+        for chunk in _chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            for row in self._rows("SELECT id, user_id, name, entity_type, summary, fact_count, last_updated, "
+                                  f"embedding FROM entities WHERE id IN ({marks})", chunk):
+                out.append((_entity_from_row(row), np.frombuffer(row[7], dtype=np.float32)))
+        return out
+
+    def iter_entity_ids(self, user_id: str | None = None, batch: int = 2000) -> Iterator[list[str]]:
+        """Every entity id, in batches."""
+        last = ""
+        while True:
+            sql, params = ("SELECT id FROM entities WHERE id > ? ORDER BY id LIMIT ?", [last, batch])
+            if user_id is not None:
+                sql = "SELECT id FROM entities WHERE user_id = ? AND id > ? ORDER BY id LIMIT ?"
+                params = [user_id, last, batch]
+            rows = self._rows(sql, params)
+            if not rows:
+                return
+            yield [r[0] for r in rows]
+            last = rows[-1][0]
+
+    def stale_entities(self, user_id: str | None, older_than: str, limit: int = 1000) -> list[tuple[str, str]]:
+        """``(user_id, entity_id)`` of entities changed since their last refresh and due."""
+        sql = ("SELECT user_id, id FROM entities WHERE changed_at IS NOT NULL "
+               "AND (last_updated IS NULL OR (changed_at > last_updated AND last_updated <= ?))")
+        params: list[Any] = [older_than]
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            params.append(user_id)
+        return [(r[0], r[1]) for r in self._rows(sql + " ORDER BY changed_at LIMIT ?", [*params, limit])]
+
+    def set_entity_summaries(self, rows: Iterable[tuple[str, str, int, str]]) -> None:
+        """Write ``(entity_id, summary, fact_count, last_updated)``."""
+        self._many("UPDATE entities SET summary = ?, fact_count = ?, last_updated = ? WHERE id = ?",
+                   [(s, n, t, eid) for eid, s, n, t in rows])
+
+    def set_embeddings(self, table: str, rows: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Replace stored vectors (re-embedding after an embedder change)."""
+        if table not in ("facts", "entities"):
+            raise ValueError(table)
+        self._many(f"UPDATE {table} SET embedding = ? WHERE id = ?", [(_blob(v), i) for i, v in rows])
+
+    def texts(self, table: str, ids: Sequence[str]) -> dict[str, str]:
+        """The texts vectors are made from: fact content or entity name."""
+        column = {"facts": "content", "entities": "name"}[table]
+        out: dict[str, str] = {}
+        for chunk in _chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            out.update(self._rows(f"SELECT id, {column} FROM {table} WHERE id IN ({marks})", chunk))
+        return out
+
+    # -- outbox -----------------------------------------------------------------
+
+    def add_outbox(self, rows: Iterable[tuple[str, str, str | None, dict | None]]) -> None:
+        """Queue index writes ``(op, user_id, ref_id, payload)`` (inside :meth:`transaction`)."""
+        self._many("INSERT INTO outbox(op, user_id, ref_id, payload) VALUES (?, ?, ?, ?)",
+                   [(op, u, ref, json.dumps(p) if p is not None else None) for op, u, ref, p in rows])
+
+    def pending_outbox(self, limit: int = 5000) -> list[tuple[int, str, str, str | None, dict | None]]:
+        """Oldest pending index writes."""
+        rows = self._rows("SELECT seq, op, user_id, ref_id, payload FROM outbox ORDER BY seq LIMIT ?", [limit])
+        return [(s, op, u, ref, json.loads(p) if p else None) for s, op, u, ref, p in rows]
+
+    def clear_outbox(self, up_to_seq: int) -> None:
+        """Mark index writes done, up to and including ``up_to_seq``."""
+        self._exec("DELETE FROM outbox WHERE seq <= ?", [up_to_seq])
+
+    def outbox_size(self) -> int:
+        """How many index writes are pending."""
+        return self._rows("SELECT count(*) FROM outbox")[0][0]
+
+    # -- chat sessions (adapters' history) ----------------------------------------
+
+    def add_session_messages(self, user_id: str, session_id: str, messages: Sequence[Message]) -> None:
+        """Append chat turns to a session's history at once."""
+        with self.transaction():
+            self._many(
+                "INSERT INTO session_messages(user_id, session_id, role, name, content, message_id, timestamp) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(user_id, session_id, m.role, m.name, m.content, m.id, iso(m.timestamp)) for m in messages])
+
+    def session_messages(self, user_id: str, session_id: str, *, unended: bool = False,
+                         limit: int | None = None) -> list[tuple[int, Message]]:
+        """A session's turns ``(seq, message)`` in order; the last ``limit`` if given."""
+        sql = ("SELECT seq, role, name, content, message_id, timestamp FROM session_messages "
+               "WHERE user_id = ? AND session_id = ?")
+        if unended:
+            sql += " AND episode_id IS NULL"
+        params: list[Any] = [user_id, session_id]
+        if limit is not None:
+            sql = f"SELECT * FROM ({sql} ORDER BY seq DESC LIMIT ?)"
+            params.append(limit)
+        rows = self._rows(sql + " ORDER BY seq", params)
+        return [(r[0], Message(content=r[3], role=r[1], name=r[2], id=r[4], timestamp=_dt(r[5]))) for r in rows]
+
+    def mark_session_ended(self, user_id: str, session_id: str, up_to_seq: int, episode_id: str) -> None:
+        """Record that turns up to ``up_to_seq`` went into ``episode_id``."""
+        self._exec("UPDATE session_messages SET episode_id = ? WHERE user_id = ? AND session_id = ? "
+                   "AND seq <= ? AND episode_id IS NULL", [episode_id, user_id, session_id, up_to_seq])
+
+    def clear_session(self, user_id: str, session_id: str) -> None:
+        """Forget a session's chat turns (episodes already stored stay)."""
+        self._exec("DELETE FROM session_messages WHERE user_id = ? AND session_id = ?", [user_id, session_id])
+
+    # -- stats ------------------------------------------------------------------
+
+    def table_counts(self) -> dict[str, int]:
+        """Row counts of the main tables."""
+        return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0]
+                for t in ("episodes", "messages", "facts", "entities", "outbox", "session_messages")}
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]

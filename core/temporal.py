@@ -1,0 +1,193 @@
+"""The spec's update rules as pure functions.
+
+Nothing here reads a clock or touches a store: every function takes ``now`` and
+returns new records, so the rules can be tested with fixed times and applied by
+:class:`zep_core.Memory` inside one transaction.
+
+The rules (spec ``update Fact { on_conflict }`` and DESIGN.md):
+
+* A proposed fact equal to a current one (same subject, predicate, object)
+  **reinforces** it: provenance is merged, confidence raised; no duplicate row.
+* Two current facts of one user **conflict** when they share the subject, differ,
+  and either the predicate is single-valued (``lives_in``, ``works_at``…) with the
+  same predicate on both, or the extractor marked the old one as contradicted.
+  Multi-valued predicates (``likes``, ``has``…) never conflict on their own.
+* On conflict, if ``new.valid_from > old.valid_from`` the old fact is closed
+  (``valid_until = new.valid_from``, ``superseded_by = new.id``) and the new one
+  stored; otherwise the new one is **discarded** and reported.
+* The raw-utterance ``statement`` fact of the message an old fact came from is
+  closed with it, so a superseded value never reaches a prompt through its quote.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Collection, Iterable, Sequence
+
+from .models import Discarded, Fact
+
+__all__ = [
+    "STATEMENT",
+    "UpdatePlan",
+    "conflicts",
+    "fact_key",
+    "normalize_name",
+    "plan_updates",
+    "reinforce",
+    "supersede",
+]
+
+_SPACES = re.compile(r"\s+")
+_EDGE_PUNCT = ".,;:!?\"'`()[]{} "
+
+
+def normalize_name(text: str) -> str:
+    """Casefold, collapse whitespace and trim punctuation: the key names are compared by."""
+    return _SPACES.sub(" ", text.casefold()).strip(_EDGE_PUNCT)
+
+
+def fact_key(fact: Fact) -> tuple[str, str, str]:
+    """The identity of a statement: normalized subject, predicate and object."""
+    return normalize_name(fact.subject), normalize_name(fact.predicate), normalize_name(fact.object)
+
+
+def conflicts(old: Fact, new: Fact, *, single_valued: Collection[str], contradicted: Collection[str] = ()) -> bool:
+    """Whether ``new`` contradicts the current fact ``old``.
+
+    Args:
+        old: a current fact already stored.
+        new: a proposed fact.
+        single_valued: predicates that hold one value at a time.
+        contradicted: ids of known facts the extractor said this episode contradicts.
+    """
+    if not old.is_current or new.valid_until is not None or old.user_id != new.user_id:
+        return False
+    old_s, old_p, old_o = fact_key(old)
+    new_s, new_p, new_o = fact_key(new)
+    if old_s != new_s or (old_p, old_o) == (new_p, new_o):
+        return False
+    if old.id in contradicted:
+        return True
+    return old_p == new_p and old_p in single_valued
+
+
+def supersede(old: Fact, new: Fact, now: datetime) -> Fact:
+    """Close ``old`` because ``new`` replaced it (spec: valid_until, superseded_by)."""
+    return replace(old, valid_until=new.valid_from, superseded_by=new.id, expired_at=now)
+
+
+def reinforce(old: Fact, new: Fact) -> Fact:
+    """Merge a restatement into ``old``: union of sources, noisy-or of confidences."""
+    sources = tuple(dict.fromkeys(old.source_message_ids + new.source_message_ids))
+    confidence = min(1.0, 1 - (1 - old.confidence) * (1 - new.confidence))
+    return replace(old, source_message_ids=sources, confidence=round(confidence, 6),
+                   valid_from=min(old.valid_from, new.valid_from))
+
+
+#: Predicate of the raw-utterance facts the extractor keeps so nothing said goes unindexed.
+STATEMENT = "statement"
+
+
+def _companions(facts: Iterable[Fact], retired: Sequence[Fact]) -> list[Fact]:
+    """Current statement facts that state what ``retired`` facts said (same subject and message).
+
+    "Alice: I live in Paris" must leave the context together with "Alice lives in
+    Paris", or a stale fact would still reach the prompt; the message itself stays
+    in its episode.
+    """
+    if not retired:
+        return []
+    sources = {(normalize_name(f.subject), m) for f in retired for m in f.source_message_ids}
+    ids = {f.id for f in retired}
+    return [f for f in facts
+            if f.is_current and f.id not in ids and normalize_name(f.predicate) == STATEMENT
+            and any((normalize_name(f.subject), m) in sources for m in f.source_message_ids)]
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """What applying the rules to an episode's facts changes.
+
+    Attributes:
+        added: new facts to store (possibly already superseded within the episode).
+        reinforced: stored facts restated by the episode, as they should now be.
+        superseded: stored facts the episode retires, as they should now be.
+        discarded: proposed facts not stored, with the reason.
+    """
+
+    added: tuple[Fact, ...] = ()
+    reinforced: tuple[Fact, ...] = ()
+    superseded: tuple[Fact, ...] = ()
+    discarded: tuple[Discarded, ...] = ()
+
+    @property
+    def changed(self) -> tuple[Fact, ...]:
+        """Every fact whose stored row must be written."""
+        return self.added + self.reinforced + self.superseded
+
+
+def plan_updates(
+    current: Iterable[Fact],
+    proposed: Sequence[Fact],
+    *,
+    single_valued: Collection[str],
+    contradicted: Collection[str] = (),
+    now: datetime,
+) -> UpdatePlan:
+    """Apply the update rules to an episode's proposed facts.
+
+    Proposed facts are taken in ``valid_from`` order, so an episode that says "I lived
+    in Paris, then moved to Berlin" supersedes within itself too.
+
+    Args:
+        current: the user's current facts that could be affected (same subjects).
+        proposed: validated facts from the extractor, with ids and times set.
+        single_valued: predicates that hold one value at a time.
+        contradicted: ids of known facts the extractor flagged; others are ignored.
+        now: the ingest time, recorded as ``expired_at`` of superseded facts.
+    """
+    state: dict[str, Fact] = {f.id: f for f in current}
+    stored_ids = set(state)
+    by_key: dict[tuple[str, str, str], str] = {fact_key(f): f.id for f in state.values() if f.is_current}
+    added: list[str] = []
+    touched: dict[str, str] = {}
+    discarded: list[Discarded] = []
+
+    for new in sorted(proposed, key=lambda f: f.valid_from):
+        key = fact_key(new)
+        same = by_key.get(key)
+        if same is not None and state[same].is_current:
+            state[same] = reinforce(state[same], new)
+            touched.setdefault(same, "reinforced")
+            continue
+        rivals = [old for old in state.values()
+                  if conflicts(old, new, single_valued=single_valued, contradicted=contradicted)]
+        blocker = next((old for old in rivals if not new.valid_from > old.valid_from), None)
+        if blocker is not None:
+            discarded.append(Discarded(
+                new,
+                f"conflicts with the current fact '{blocker.content}' valid from "
+                f"{blocker.valid_from.isoformat()}, which is not older",
+                blocker.id,
+            ))
+            continue
+        for old in rivals + _companions(state.values(), rivals):
+            state[old.id] = supersede(old, new, now)
+            touched[old.id] = "superseded"
+            by_key.pop(fact_key(old), None)
+        state[new.id] = new
+        added.append(new.id)
+        if new.is_current:
+            by_key[key] = new.id
+
+    def pick(kind: str) -> tuple[Fact, ...]:
+        return tuple(state[i] for i, k in touched.items() if k == kind and i in stored_ids)
+
+    return UpdatePlan(
+        added=tuple(state[i] for i in added),
+        reinforced=pick("reinforced"),
+        superseded=pick("superseded"),
+        discarded=tuple(discarded),
+    )
