@@ -43,3 +43,30 @@ class ScriptedExtractor:
         first = tuple(m.id for m in messages)[:1]
         facts = tuple(f if f.source_message_ids else replace(f, source_message_ids=first) for f in item.facts)
         return replace(item, facts=facts)
+
+
+class HashEmbedder:
+    """A deterministic bag-of-words embedder: another model identity for tests."""
+
+    def __init__(self, dimension: int = 64, name: str = "test:hash") -> None:
+        self.dimension = dimension
+        self.name = f"{name}-{dimension}"
+
+    def embed(self, texts):
+        import hashlib
+
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                h = int(hashlib.md5(word.strip(".,!?").encode()).hexdigest(), 16)
+                out[i, h % self.dimension] += 1.0
+            norm = np.linalg.norm(out[i])
+            out[i] = out[i] / norm if norm else out[i]
+            if not norm:
+                out[i, 0] = 1.0
+        return out
+
+    def embed_query(self, text):
+        return self.embed([text])[0]

@@ -1,0 +1,158 @@
+"""The three stores stay in agreement: outbox replay, rebuild, forget_user, locks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from datetime import timedelta
+
+import pytest
+
+from tests.core.fakes import HashEmbedder, ScriptedExtractor, said
+from zep_core import ConfigError, Memory, MemoryConfig, Message, NotFoundError, StoreLockedError
+from zep_core.stores.vectors import collection_name
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def talk(memory, user, *lines, session="s"):
+    return memory.conversation_end(session, [Message(t, name=user.capitalize()) for t in lines], user_id=user)
+
+
+def test_outbox_is_replayed_after_a_crash_between_sqlite_commit_and_index_writes(tmp_path):
+    data = tmp_path / "data"
+    child = textwrap.dedent(f"""
+        import os, sys
+        from zep_core import Memory, MemoryConfig, Message
+        from zep_core.memory import Memory as M
+        memory = Memory(MemoryConfig(data_dir={str(data)!r}))
+        memory.conversation_end("s", [Message("I live in Paris.", name="Alice")], user_id="alice")
+        M._drain_outbox = lambda self: os._exit(17)   # die right after the SQLite commit
+        memory.conversation_end("s", [Message("I moved to Berlin.", name="Alice")], user_id="alice")
+    """)
+    proc = subprocess.run([sys.executable, "-c", child], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 17, proc.stderr
+    memory = Memory(MemoryConfig(data_dir=data))
+    try:
+        assert memory.records.outbox_size() == 0
+        assert memory.check_consistency() == {}
+        assert "Berlin" in memory.context_block("Where does Alice live?", user_id="alice")
+        assert "Paris" not in memory.context_block("Where does Alice live?", user_id="alice")
+    finally:
+        memory.close()
+
+
+def test_rebuild_recreates_chroma_and_kuzu_equal_to_before(memory):
+    talk(memory, "alice", "I live in Paris.", "I work at Acme and I like jazz.")
+    talk(memory, "alice", "I moved to Berlin.")
+    talk(memory, "bob", "I live in Rome.")
+    before = {u: (memory.vectors.ids(u, "current"), memory.vectors.ids(u, "history"), memory.graph.snapshot(u))
+              for u in ("alice", "bob")}
+    context_before = memory.context_block("Where does Alice live?", user_id="alice")
+    counts = memory.rebuild()
+    after = {u: (memory.vectors.ids(u, "current"), memory.vectors.ids(u, "history"), memory.graph.snapshot(u))
+             for u in ("alice", "bob")}
+    assert after == before and counts["facts"] > 0
+    assert memory.check_consistency() == {}
+    assert memory.context_block("Where does Alice live?", user_id="alice") == context_before
+
+
+def test_a_different_embedder_on_reopen_is_a_clear_error(make_memory, tmp_path):
+    first = make_memory(tmp_path / "d")
+    talk(first, "alice", "I live in Paris.")
+    first.close()
+    with pytest.raises(ConfigError, match="built with the embedder local:.*re-embed"):
+        make_memory(tmp_path / "d", embedder=HashEmbedder())
+
+
+def test_reembed_on_embedder_change_keeps_the_memory_usable(make_memory, tmp_path):
+    first = make_memory(tmp_path / "d")
+    talk(first, "alice", "I live in Paris.")
+    first.close()
+    second = make_memory(tmp_path / "d", embedder=HashEmbedder(), on_embedder_mismatch="reembed")
+    assert second.check_consistency() == {}
+    assert any(f.object == "Paris" for f in second.get_context("Alice lives in Paris", user_id="alice"))
+    second.close()
+    make_memory(tmp_path / "d", embedder=HashEmbedder()).close()  # the new identity was recorded
+
+
+def test_forget_user_leaves_nothing_behind_in_any_store(memory):
+    talk(memory, "alice", "I live in Paris.", "I like jazz.")
+    talk(memory, "bob", "I live in Rome.")
+    memory.add_messages("chat", [Message("hello there")], user_id="alice")
+    memory.forget_user("alice")
+    db = memory.records.db
+    for table in ("episodes", "messages", "facts", "entities", "aliases", "session_messages"):
+        assert db.execute(f"SELECT count(*) FROM {table} WHERE user_id = 'alice'").fetchone()[0] == 0, table
+    names = {c.name for c in memory.vectors.client.list_collections()}
+    assert not any(collection_name("alice", k) in names for k in ("current", "history", "entity"))
+    nodes, edges = memory.graph.snapshot("alice")
+    assert nodes == set() and edges == {}
+    assert memory.graph.snapshot("bob")[0]
+    assert not memory.has_user("alice")
+    with pytest.raises(NotFoundError):
+        memory.get_context("Paris", user_id="alice")
+    assert memory.get_context("Where does Bob live?", user_id="bob")
+
+
+def test_refresh_entities_touches_only_stale_entities(memory, clock):
+    talk(memory, "alice", "I live in Paris.")
+    assert memory.refresh_entities() == 2  # Alice and Paris: never summarized
+    alice = memory.get_entity("Alice", user_id="alice")
+    assert "Paris" in alice.summary and alice.fact_count == 2 and alice.last_updated == clock.now
+    assert memory.refresh_entities() == 0  # nothing changed
+    clock.advance(hours=1)
+    talk(memory, "alice", "I like jazz.")
+    assert memory.refresh_entities() == 1  # jazz is new; Alice changed but was refreshed < 6 h ago
+    assert "jazz" not in memory.get_entity("Alice", user_id="alice").summary
+    clock.advance(hours=6)
+    assert memory.refresh_entities() == 1  # Alice only: Paris and jazz did not change since
+    assert memory.get_entity("Paris", user_id="alice").last_updated < clock.now
+    alice = memory.get_entity("Alice", user_id="alice")
+    assert "jazz" in alice.summary and alice.last_updated == clock.now
+
+
+def test_auto_refresh_runs_on_a_background_schedule(make_memory):
+    import time
+
+    memory = make_memory(auto_refresh=True, entity_refresh_interval=timedelta(milliseconds=100))
+    talk(memory, "alice", "I live in Paris.")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not memory.get_entity("Alice", user_id="alice").summary:
+        time.sleep(0.05)
+    assert "Paris" in memory.get_entity("Alice", user_id="alice").summary
+
+
+def test_a_second_process_gets_an_immediate_error_naming_the_folder_and_holder(memory):
+    code = ("from zep_core import Memory, MemoryConfig, StoreLockedError\n"
+            f"try:\n    Memory(MemoryConfig(data_dir={str(memory.data_dir)!r}))\n"
+            "except StoreLockedError as e:\n    print('LOCKED', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "LOCKED" in out.stdout and str(memory.data_dir) in out.stdout
+    assert f"process {os.getpid()}" in out.stdout
+    with pytest.raises(StoreLockedError):
+        Memory(MemoryConfig(data_dir=memory.data_dir))
+
+
+def test_importing_zep_core_creates_no_files_and_loads_no_frameworks(tmp_path):
+    code = ("import sys, zep_core\n"
+            "bad = [m for m in sys.modules if m.split('.')[0] in "
+            "('langchain', 'langchain_core', 'llama_index', 'chromadb', 'kuzu', 'onnxruntime', 'openai')]\n"
+            "print('MODULES', bad)\n")
+    env = {**os.environ, "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert "MODULES []" in out.stdout, out.stdout + out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_scripted_contradiction_survives_reopen(make_memory, tmp_path):
+    scripted = ScriptedExtractor()
+    scripted.push(said("Alice", "lives_in", "Paris"))
+    m = make_memory(tmp_path / "d", extractor=scripted)
+    talk(m, "alice", "x y z")
+    m.close()
+    again = make_memory(tmp_path / "d")
+    assert [f.object for f in again.entity_history("Alice", user_id="alice")] == ["Paris"]
