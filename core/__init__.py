@@ -14,6 +14,7 @@ Example:
 
 Importing this package has no side effects: no files, no sockets, no telemetry;
 the stores and the embedding model are opened by :class:`Memory`.
+
 """
 
 from .config import DEFAULT_SINGLE_VALUED, MemoryConfig

@@ -8,6 +8,8 @@ decide the defaults. Nothing is read from the environment unless you call
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
 from pathlib import Path
@@ -64,6 +66,25 @@ class MemoryConfig:
         on_embedder_mismatch: ``error`` (default) or ``reembed`` when the data folder was
             built with another embedder.
         strict_timezones: refuse naive datetimes instead of reading them as UTC.
+        index_writes: ``background`` (default): ``conversation_end`` returns once SQLite has
+            committed and a background thread brings Chroma and Kùzu up to date, many
+            episodes per batch; every read catches up first, so reads see all writes.
+            ``sync``: index writes are applied before ``conversation_end`` returns.
+        embedding_provider, extractor_provider: ``auto`` (default), ``local`` or ``openai``.
+            ``auto`` is ``openai`` when ``openai_api_key`` or ``openai_base_url`` is set,
+            else the offline default. The extractor's choice also picks the summarizer.
+            An explicit ``embedder``/``extractor``/``summarizer`` object wins over both.
+        openai_api_key: the key of the OpenAI-compatible endpoint (never shown in repr).
+        openai_base_url: the endpoint, e.g. ``http://localhost:11434/v1`` for Ollama;
+            ``None`` is api.openai.com.
+        extractor_model: the chat model for extraction and summaries (default ``gpt-4o-mini``).
+        embedding_model: the embedding model (default ``text-embedding-3-small``).
+        embedding_dimensions: ask the endpoint for shorter vectors.
+        request_timeout: seconds per request to the endpoint.
+        max_retries: retries of a request on 429/5xx/timeouts, with backoff.
+        max_concurrency: requests in flight at once to the endpoint.
+        max_output_tokens: cap on the tokens of each LLM reply.
+
     """
 
     data_dir: str | Path = "./data"
@@ -91,6 +112,18 @@ class MemoryConfig:
     chroma_url: str | None = None
     on_embedder_mismatch: Literal["error", "reembed"] = "error"
     strict_timezones: bool = False
+    index_writes: Literal["background", "sync"] = "background"
+    embedding_provider: Literal["auto", "local", "openai"] = "auto"
+    extractor_provider: Literal["auto", "local", "openai"] = "auto"
+    openai_api_key: str | None = field(default=None, repr=False)
+    openai_base_url: str | None = None
+    extractor_model: str | None = None
+    embedding_model: str | None = None
+    embedding_dimensions: int | None = None
+    request_timeout: float = 60.0
+    max_retries: int = 4
+    max_concurrency: int = 4
+    max_output_tokens: int = 4096
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -106,9 +139,70 @@ class MemoryConfig:
                      "max_messages_per_episode", "max_facts_per_episode"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.index_writes not in ("background", "sync"):
+            raise ConfigError("index_writes must be 'background' or 'sync'")
         if self.on_embedder_mismatch not in ("error", "reembed"):
             raise ConfigError("on_embedder_mismatch must be 'error' or 'reembed'")
         object.__setattr__(self, "single_valued_predicates", frozenset(self.single_valued_predicates))
+        self._check_provider_settings()
+
+    def _check_provider_settings(self) -> None:
+        for name in ("embedding_provider", "extractor_provider"):
+            if getattr(self, name) not in ("auto", "local", "openai"):
+                raise ConfigError(f"{name} must be 'auto', 'local' or 'openai', got {getattr(self, name)!r}")
+        if not self.request_timeout > 0:
+            raise ConfigError(f"request_timeout must be > 0 seconds, got {self.request_timeout}")
+        for name in ("max_concurrency", "max_output_tokens"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_retries < 0:
+            raise ConfigError(f"max_retries must be >= 0, got {self.max_retries}")
+        if self.embedding_dimensions is not None and self.embedding_dimensions < 1:
+            raise ConfigError(f"embedding_dimensions must be >= 1, got {self.embedding_dimensions}")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> MemoryConfig:
+        """A config with the endpoint taken from ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``.
+
+        With a key (or a base URL) and no explicit provider choice, the spec's models
+        are used (``gpt-4o-mini``, ``text-embedding-3-small``); with neither, the
+        offline defaults. The environment is read here, at call time, never at import.
+
+        Args:
+            environ: where to read the variables (default ``os.environ``).
+            **overrides: any MemoryConfig field; wins over the environment.
+
+        Example:
+            >>> MemoryConfig.from_env({"OPENAI_API_KEY": "sk-..."}, data_dir="./data").openai_api_key
+            'sk-...'
+
+        """
+        return cls(**{**_endpoint_settings(os.environ if environ is None else environ), **overrides})
+
+    @classmethod
+    def from_mnm(cls, path: str | Path, *, environ: Mapping[str, str] | None = None,
+                 **overrides: Any) -> MemoryConfig:
+        """A config from the ``config { … }`` block of a ``.mnm`` spec file.
+
+        ``storage: sqlite("./data/zep.db")`` sets ``data_dir`` (relative to the spec
+        file's folder); ``embedding:`` and ``extractor:`` pick the providers and models;
+        ``vector: auto`` and ``graph: auto`` are Chroma and Kùzu. See :mod:`zep_core.mnm`.
+
+        Args:
+            path: the ``.mnm`` file.
+            environ: also read ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` from this mapping
+                (pass ``os.environ``); by default the environment is not read.
+            **overrides: any MemoryConfig field; wins over the file.
+
+        Raises:
+            ConfigError: the file has no config block, or an unknown or malformed entry
+                (the message names the line).
+
+        """
+        from .mnm import read_config_block
+
+        env = _endpoint_settings(environ) if environ is not None else {}
+        return cls(**{**read_config_block(path), **env, **overrides})
 
     @property
     def data_path(self) -> Path:
@@ -122,3 +216,9 @@ class MemoryConfig:
         if unknown:
             raise ConfigError(f"unknown MemoryConfig field(s): {', '.join(unknown)}")
         return replace(self, **changes)
+
+
+def _endpoint_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+    """``openai_api_key``/``openai_base_url`` from the usual variables, where set and non-empty."""
+    names = {"openai_api_key": "OPENAI_API_KEY", "openai_base_url": "OPENAI_BASE_URL"}
+    return {field_name: environ[var] for field_name, var in names.items() if environ.get(var, "").strip()}

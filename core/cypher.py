@@ -37,7 +37,7 @@ _MAX_QUERY_CHARS = 20_000
 
 
 def _split(query: str) -> tuple[str, list[str]]:
-    """Drop comments; replace literals by ``\\x00N\\x00`` placeholders."""
+    """Drop comments; replace literals by NUL-delimited numbered placeholders."""
     literals: list[str] = []
 
     def keep(m: re.Match) -> str:
@@ -80,6 +80,7 @@ def scope_query(query: str) -> str:
 
     Raises:
         QueryError: saying what was refused and how to write the query instead.
+
     """
     if not isinstance(query, str) or not query.strip():
         raise QueryError("cypher() needs a non-empty query string")

@@ -18,7 +18,8 @@ UTC = timezone.utc
 SESSION_1 = [
     Message("Hi! I'm Alice. I live in Paris and I work at Acme as a designer.", name="Alice",
             id="s1-1", timestamp=datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
-    Message("Nice to meet you, Alice!", role="assistant", id="s1-2", timestamp=datetime(2023, 5, 8, 13, 57, tzinfo=UTC)),
+    Message("Nice to meet you, Alice!", role="assistant", id="s1-2",
+            timestamp=datetime(2023, 5, 8, 13, 57, tzinfo=UTC)),
     Message("I love jazz and I have a dog called Rex.", name="Alice",
             id="s1-3", timestamp=datetime(2023, 5, 8, 13, 58, tzinfo=UTC)),
 ]

@@ -6,6 +6,7 @@ Example:
     ...     memory.conversation_end("s1", [{"role": "user", "content": "I live in Paris"}])
     ...     memory.conversation_end("s2", [{"role": "user", "content": "I moved to Berlin"}])
     ...     print(memory.context_block("Where do I live?"))
+
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -30,8 +32,9 @@ from .errors import (
     ZepMemoryError,
 )
 from .lock import DataDirLock
-from .models import Discarded, Entity, Episode, Fact, IngestResult, Message, coerce_messages, new_id, to_utc
+from .models import Entity, Episode, Fact, IngestResult, Message, coerce_messages, new_id, to_utc
 from .providers.base import Extraction, ExtractionContext
+from .providers.factory import build_providers
 from .resolve import canonical_predicate, entity_id, input_aliases, is_first_person
 from .retrieval import ScoringParams, render_context_block, score_candidates
 from .stores.base import EntityNode, FactEdge
@@ -83,15 +86,14 @@ class Memory:
     Example:
         >>> memory = Memory(MemoryConfig(data_dir=tmp))                # doctest: +SKIP
         >>> memory.conversation_end("s1", [Message("I live in Paris", name="Alice")])
+
     """
 
     def __init__(self, config: MemoryConfig | None = None, *,
                  clock: Callable[[], datetime] | None = None) -> None:
         self.config = config or MemoryConfig()
         self._clock = clock or (lambda: datetime.now(timezone.utc))
-        self.embedder = self.config.embedder or _default("embedder")
-        self.extractor = self.config.extractor or _default("extractor")
-        self.summarizer = self.config.summarizer or _default("summarizer")
+        self.embedder, self.extractor, self.summarizer = build_providers(self.config)
         root = self.config.data_path
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -102,8 +104,9 @@ class Memory:
         self._lock_file.acquire()
         self._write_lock = threading.RLock()
         self._closed = False
-        self._stop_refresh = threading.Event()
-        self._refresher: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._index_wakeup = threading.Event()
+        self._workers: list[threading.Thread] = []
         try:
             self.records = RecordStore(root / "zep.db", busy_timeout_ms=self.config.busy_timeout_ms)
             from .stores.graph import KuzuGraphIndex
@@ -118,6 +121,8 @@ class Memory:
         except BaseException:
             self._release()
             raise
+        if self.config.index_writes == "background":
+            self._start_worker("zep-indexer", self._index_loop)
         if self.config.auto_refresh:
             self._start_auto_refresh()
 
@@ -128,6 +133,7 @@ class Memory:
         Args:
             data_dir: the data folder.
             **options: any :class:`MemoryConfig` field, e.g. ``semantic_threshold=0.5``.
+
         """
         return cls(MemoryConfig(data_dir=data_dir, **options))
 
@@ -143,10 +149,15 @@ class Memory:
         """Stop background work and release the stores and the folder lock."""
         if self._closed:
             return
-        self._stop_refresh.set()
-        if self._refresher is not None:
-            self._refresher.join(timeout=10)
+        self._stopping.set()
+        self._index_wakeup.set()
+        for worker in self._workers:
+            worker.join(timeout=30)
         with self._write_lock:
+            try:
+                self._drain_outbox()
+            except ZepMemoryError:  # left in the outbox: replayed on the next open
+                log.warning("index writes left pending at close", exc_info=True)
             self._release()
 
     def _release(self) -> None:
@@ -202,6 +213,7 @@ class Memory:
 
         Raises:
             ValidationError: malformed messages or ids, or input over the configured limits.
+
         """
         self._check_open()
         _check_id(session_id, "session_id")
@@ -266,7 +278,9 @@ class Memory:
         with self._write_lock:
             self._check_open()
             result = self._apply(episode, extraction, {f.id for f in known}, now)
-            self._drain_outbox()
+            if self.config.index_writes == "sync":
+                self._drain_outbox()
+        self._index_wakeup.set()
         return result
 
     def _known_facts(self, episode: Episode, limit: int = 50) -> list[Fact]:
@@ -322,7 +336,9 @@ class Memory:
                                             usage=dict(extraction.usage) or None)
             self.records.add_outbox(
                 [("entity", user, e, None) for e in new_entities]
-                + [("fact", user, f.id, None) for f in plan.changed])
+                + [("fact", user, f.id, {"change": change}) for change, facts in
+                   (("add", plan.added), ("touch", plan.reinforced), ("retire", plan.superseded))
+                   for f in facts])
         return IngestResult(episode_id=episode.id, status="done", summary=extraction.summary,
                             added=plan.added, reinforced=plan.reinforced, superseded=plan.superseded,
                             discarded=plan.discarded, invalid=tuple(invalid), usage=dict(extraction.usage))
@@ -379,8 +395,11 @@ class Memory:
                     self.vectors.drop_user(user)
                     self.graph.drop_user(user)
                 self._sync_entities([ref for _, op, _, ref, _ in rows if op == "entity"])
-                self._sync_facts([ref for _, op, _, ref, _ in rows if op == "fact"],
-                                 {ref: u for _, op, u, ref, _ in rows if op == "fact"})
+                changes: dict[str, set[str]] = {}
+                for _, op, _, ref, payload in rows:
+                    if op == "fact":
+                        changes.setdefault(ref, set()).add((payload or {}).get("change", "retire"))
+                self._sync_facts(changes)
                 self.records.clear_outbox(rows[-1][0])
                 done += len(rows)
 
@@ -395,32 +414,38 @@ class Memory:
         for user, items in by_user.items():
             self.vectors.upsert(user, "entity", [i for i, _ in items], np.stack([v for _, v in items]))
 
-    def _sync_facts(self, ids: Sequence[str], owners: Mapping[str, str]) -> None:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
+    def _sync_facts(self, changes: Mapping[str, set[str]]) -> None:
+        """Make Chroma and Kùzu hold each fact as SQLite has it now.
+
+        ``changes`` maps fact ids to what happened (``add``, ``touch``: reinforced,
+        ``retire``: superseded). The target state is read from SQLite, so replaying the
+        same rows twice, or after a crash, ends in the same place; the change only says
+        which work can be skipped (a new fact was never in the history collection, a
+        reinforced fact keeps its vector). Facts of a forgotten user are gone: skipped.
+        """
+        if not changes:
             return
-        stored = self.records.stored_facts(ids)
-        plan: dict[tuple[str, str], list[tuple[str, np.ndarray | None]]] = {}
+        stored = self.records.stored_facts(list(changes))
+        upserts: dict[tuple[str, str], list[tuple[str, np.ndarray]]] = {}
+        deletes: dict[tuple[str, str], list[str]] = {}
         edges: list[FactEdge] = []
-        for fid in ids:
+        for fid, kinds in changes.items():
             s = stored.get(fid)
-            if s is None:  # deleted: remove it from both collections
-                for kind in ("current", "history"):
-                    plan.setdefault((owners[fid], kind), []).append((fid, None))
+            if s is None:
                 continue
             f = s.fact
             keep, drop = ("current", "history") if f.is_current else ("history", "current")
-            plan.setdefault((f.user_id, keep), []).append((fid, s.embedding))
-            plan.setdefault((f.user_id, drop), []).append((fid, None))
+            if kinds != {"touch"}:
+                upserts.setdefault((f.user_id, keep), []).append((fid, s.embedding))
+            if "retire" in kinds:
+                deletes.setdefault((f.user_id, drop), []).append(fid)
             if s.object_id:
                 edges.append(FactEdge(fid, f.user_id, s.subject_id, s.object_id, f.predicate,
                                       iso(f.valid_from), iso(f.valid_until), f.is_current))
-        for (user, kind), items in plan.items():
-            ups = [(i, v) for i, v in items if v is not None]
-            dels = [i for i, v in items if v is None]
-            self.vectors.delete(user, kind, dels)
-            if ups:
-                self.vectors.upsert(user, kind, [i for i, _ in ups], np.stack([v for _, v in ups]))
+        for (user, kind), ids in deletes.items():
+            self.vectors.delete(user, kind, ids)
+        for (user, kind), items in upserts.items():
+            self.vectors.upsert(user, kind, [i for i, _ in items], np.stack([v for _, v in items]))
         if edges:
             self.graph.upsert_facts(edges)
 
@@ -461,6 +486,7 @@ class Memory:
 
         Raises:
             NotFoundError: ``user_id`` has no stored data.
+
         """
         self._require_user(user_id)
         if not isinstance(input, str):
@@ -480,6 +506,7 @@ class Memory:
         when = to_utc(as_of, "as_of", strict=cfg.strict_timezones) if as_of is not None else None
         when_s = iso(when) if when else None
         query = self.embedder.embed_query(input)
+        self._catch_up()
         k = max(cfg.semantic_candidates, params.limit)
         semantic = dict(self.vectors.query(user_id, "current", query, k))
         if when is not None:
@@ -544,6 +571,7 @@ class Memory:
 
         Raises:
             NotFoundError: unknown user or entity.
+
         """
         return self.records.entity_history(user_id, self._entity_id(name, user_id))
 
@@ -552,8 +580,10 @@ class Memory:
 
         Raises:
             NotFoundError: unknown user or entity.
+
         """
         eid = self._entity_id(name, user_id)
+        self._catch_up()
         ids = self.graph.related(user_id, eid, hops=2, limit=limit)
         found = self.records.get_entities(user_id, ids)
         return [found[i] for i in ids if i in found]
@@ -568,6 +598,7 @@ class Memory:
 
         Raises:
             QueryError: a write clause, several statements, an unscoped pattern, or a failure.
+
         """
         self._require_user(user_id)
         scoped = scope_query(query)
@@ -575,6 +606,7 @@ class Memory:
         if any(not isinstance(k, str) for k in bound):
             raise ValidationError("cypher params must have string keys")
         bound[USER_PARAM] = user_id
+        self._catch_up()
         rows = self.graph.read_query(scoped, bound)
         return [r for r in rows if not _foreign(r, user_id)]
 
@@ -611,7 +643,7 @@ class Memory:
         if not turns:
             return None
         first, last = turns[0][0], turns[-1][0]
-        key = f"{user_id}\x1f{session_id}\x1f{first}\x1f{last}".encode("utf-8")
+        key = f"{user_id}\x1f{session_id}\x1f{first}\x1f{last}".encode()
         episode_id = "s-" + hashlib.sha256(key).hexdigest()[:30]
         result = self.conversation_end(session_id, [m for _, m in turns], user_id=user_id, episode_id=episode_id)
         self.records.mark_session_ended(user_id, session_id, last, episode_id)
@@ -628,6 +660,7 @@ class Memory:
 
         Returns:
             How many entities were refreshed.
+
         """
         self._check_open()
         if user_id is not None:
@@ -652,18 +685,52 @@ class Memory:
             if len(stale) < batch_size:
                 return total
 
+    def _start_worker(self, name: str, target: Callable[[], None]) -> None:
+        worker = threading.Thread(target=target, name=name, daemon=True)
+        self._workers.append(worker)
+        worker.start()
+
     def _start_auto_refresh(self) -> None:
         interval = max(self.config.entity_refresh_interval.total_seconds(), 0.05)
 
         def loop() -> None:
-            while not self._stop_refresh.wait(interval):
+            while not self._stopping.wait(interval):
                 try:
                     self.refresh_entities()
                 except Exception:  # keep the schedule alive; the next pass retries
                     log.exception("background entity refresh failed")
 
-        self._refresher = threading.Thread(target=loop, name="zep-entity-refresh", daemon=True)
-        self._refresher.start()
+        self._start_worker("zep-entity-refresh", loop)
+
+    def _index_loop(self) -> None:
+        """Apply committed index writes in the background, many episodes per batch."""
+        while not self._stopping.is_set():
+            self._index_wakeup.wait(timeout=1.0)
+            self._index_wakeup.clear()
+            if self._stopping.is_set():
+                return
+            try:
+                self._drain_outbox()
+            except Exception:  # the rows stay in the outbox; the next pass or read retries
+                log.exception("background index write failed; will retry")
+                self._stopping.wait(0.5)
+
+    def flush(self) -> int:
+        """Bring Chroma and Kùzu up to date with every committed write now.
+
+        Reads do this by themselves; call it before inspecting the indexes directly.
+
+        Returns:
+            How many queued index writes were applied.
+
+        """
+        self._check_open()
+        return self._drain_outbox()
+
+    def _catch_up(self) -> None:
+        """Read-your-writes: apply queued index writes before a read that uses the indexes."""
+        if self.records.outbox_size():
+            self._drain_outbox()
 
     def maintain(self) -> MaintenanceReport:
         """Retry pending extractions, replay index writes and refresh stale entities."""
@@ -691,6 +758,7 @@ class Memory:
 
         Raises:
             NotFoundError: the user is unknown.
+
         """
         self._require_user(user_id)
         with self._write_lock:
@@ -705,9 +773,11 @@ class Memory:
         Args:
             reembed: embed the stored texts again with the current embedder (after a
                 model change), and record the new embedder identity.
+            batch_size: rows read and indexed per batch.
 
         Returns:
             Counts of facts and entities indexed.
+
         """
         self._check_open()
         counts = {"facts": 0, "entities": 0}
@@ -727,7 +797,7 @@ class Memory:
                 self._sync_entities(ids)
                 counts["entities"] += len(ids)
             for ids in self.records.iter_fact_ids(batch=batch_size):
-                self._sync_facts(ids, {})
+                self._sync_facts({i: {"add"} for i in ids})
                 counts["facts"] += len(ids)
             self.records.clear_outbox(2**62)  # everything queued is covered by the full sync
         return counts
@@ -737,7 +807,9 @@ class Memory:
 
         Returns:
             Problem kinds mapped to the ids concerned (e.g. ``current_missing_in_chroma``).
+
         """
+        self._catch_up()
         users = [user_id] if user_id else self.users()
         problems: dict[str, list[str]] = {}
 
@@ -776,6 +848,7 @@ class Memory:
 
     def stats(self) -> dict[str, Any]:
         """Counts per store, pending work and the embedder identity."""
+        self._catch_up()
         counts = self.records.table_counts()
         nodes, edges = self.graph.snapshot()
         return {"records": counts, "facts": self.records.count_facts(),
@@ -800,17 +873,3 @@ def _foreign(row: Mapping[str, Any], user_id: str) -> bool:
                     return True
     return False
 
-
-def _default(kind: str) -> Any:
-    """The offline default provider of a kind, imported only when needed."""
-    if kind == "embedder":
-        from .providers.local import LocalEmbedder
-
-        return LocalEmbedder()
-    if kind == "extractor":
-        from .providers.rules import RuleExtractor
-
-        return RuleExtractor()
-    from .providers.extractive import ExtractiveSummarizer
-
-    return ExtractiveSummarizer()

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .errors import InvariantError, ValidationError
 
@@ -49,6 +50,7 @@ def to_utc(value: Any, what: str = "timestamp", *, strict: bool = False) -> date
     Raises:
         ValidationError: the value is not a datetime or ISO string, or is naive and
             ``strict`` is set.
+
     """
     if isinstance(value, str):
         try:
@@ -103,6 +105,7 @@ class Message:
     Example:
         >>> Message("I live in Paris", role="user", name="Alice").role
         'user'
+
     """
 
     content: str
@@ -134,6 +137,7 @@ class Message:
 
         Raises:
             ValidationError: naming the message's position and what is wrong.
+
         """
         if isinstance(obj, Message):
             return obj
@@ -192,6 +196,7 @@ class Fact:
     Raises:
         InvariantError: ``valid_until`` is earlier than ``valid_from``.
         ValidationError: confidence outside [0, 1] or an empty subject/predicate/object.
+
     """
 
     content: str
@@ -289,6 +294,7 @@ class IngestResult:
         invalid: extractor output dropped by validation, as human-readable reasons.
         usage: provider token usage for this episode, if any.
         error: why extraction failed, when ``status == "pending"``.
+
     """
 
     episode_id: str

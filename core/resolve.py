@@ -20,7 +20,7 @@ _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 
 def entity_id(user_id: str, name: str) -> str:
     """The id of the entity called ``name`` for ``user_id``."""
-    key = f"{user_id}\x1f{normalize_name(name)}".encode("utf-8")
+    key = f"{user_id}\x1f{normalize_name(name)}".encode()
     return hashlib.sha256(key).hexdigest()[:32]
 
 

@@ -17,9 +17,9 @@ spec's literal AND); candidates are ranked by ``w_s * sm + w_g * gm``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Mapping, Sequence
 
 from .models import Entity, Fact
 
@@ -56,6 +56,7 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
         graph: graph score of the candidates found through the graph.
         params: threshold, weights, limit and AND/OR.
         recency: sortable ``valid_from`` per id, used to break ties.
+
     """
     out: list[Scored] = []
     for fid in set(semantic) | set(graph):
@@ -83,6 +84,7 @@ def render_context_block(facts: Sequence[Fact], entities: Sequence[Entity] = (),
         - Alice lives in Berlin. (valid from 2024-03-01)
         ENTITIES:
         - Alice (person): Alice lives in Berlin; works at Acme.
+
     """
     if not facts and not entities:
         return ""

@@ -22,9 +22,9 @@ The rules (spec ``update Fact { on_conflict }`` and DESIGN.md):
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Collection, Iterable, Sequence
 
 from .models import Discarded, Fact
 
@@ -61,6 +61,7 @@ def conflicts(old: Fact, new: Fact, *, single_valued: Collection[str], contradic
         new: a proposed fact.
         single_valued: predicates that hold one value at a time.
         contradicted: ids of known facts the extractor said this episode contradicts.
+
     """
     if not old.is_current or new.valid_until is not None or old.user_id != new.user_id:
         return False
@@ -115,6 +116,7 @@ class UpdatePlan:
         reinforced: stored facts restated by the episode, as they should now be.
         superseded: stored facts the episode retires, as they should now be.
         discarded: proposed facts not stored, with the reason.
+
     """
 
     added: tuple[Fact, ...] = ()
@@ -147,6 +149,7 @@ def plan_updates(
         single_valued: predicates that hold one value at a time.
         contradicted: ids of known facts the extractor flagged; others are ignored.
         now: the ingest time, recorded as ``expired_at`` of superseded facts.
+
     """
     state: dict[str, Fact] = {f.id: f for f in current}
     stored_ids = set(state)
@@ -173,7 +176,9 @@ def plan_updates(
                 blocker.id,
             ))
             continue
-        for old in rivals + _companions(state.values(), rivals):
+        # a quote said after the new fact began is not retired by it (and cannot end before it starts)
+        quotes = [c for c in _companions(state.values(), rivals) if c.valid_from <= new.valid_from]
+        for old in rivals + quotes:
             state[old.id] = supersede(old, new, now)
             touched[old.id] = "superseded"
             by_key.pop(fact_key(old), None)

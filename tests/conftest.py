@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
 from zep_core import Memory, MemoryConfig
 
 UTC = timezone.utc

@@ -8,9 +8,10 @@ Each seam is a small ``typing.Protocol``. The offline defaults live in
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Mapping, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -34,6 +35,7 @@ class Embedder(Protocol):
     Attributes:
         name: a stable identity stored with the data (e.g. ``local:all-MiniLM-L6-v2-int8``).
         dimension: the vector length.
+
     """
 
     name: str
@@ -73,6 +75,7 @@ class ExtractedFact:
         object_type: entity type of the object when it is an entity.
         object_is_entity: whether the object is a graph node (``Paris``) rather than a
             literal value (an age, a free-text statement).
+
     """
 
     subject: str
@@ -110,6 +113,7 @@ class ExtractionContext:
         known_facts: current facts about the entities the episode mentions, so an
             LLM can say which ones it contradicts; found without any LLM call.
         default_speaker: the name used for a ``user`` message that has no ``name``.
+
     """
 
     user_id: str
@@ -125,6 +129,7 @@ class Extractor(Protocol):
 
     Attributes:
         needs_known_facts: whether the core should look up ``known_facts`` for it.
+
     """
 
     needs_known_facts: bool

@@ -9,8 +9,10 @@ per thread. Times are stored as sortable ISO strings, so any year from 1 to 9999
 from __future__ import annotations
 
 import threading
+import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..errors import QueryError, StoreError, StoreLockedError
 from .base import EntityNode, FactEdge
@@ -26,9 +28,11 @@ _SCHEMA = (
 
 _UPSERT_NODE = ("MERGE (e:Entity {id: $id}) ON CREATE SET e.user_id = $user_id, e.name = $name, "
                 "e.entity_type = $entity_type")
-_UPSERT_EDGE = ("MATCH (a:Entity {id: $s}), (b:Entity {id: $o}) MERGE (a)-[r:FACT {fact_id: $f}]->(b) "
-                "SET r.user_id = $u, r.predicate = $p, r.valid_from = $vf, r.valid_until = $vu, "
-                "r.current = $c")
+# Kùzu 0.11 keeps every in-place update of a relationship property in memory until the
+# buffer pool is full (measured: +130 KB per SET, flat with delete + create), so an edge
+# is upserted by deleting and re-creating it.
+_CREATE_EDGE = ("MATCH (a:Entity {id: $s}), (b:Entity {id: $o}) CREATE (a)-[:FACT {fact_id: $f, user_id: $u, "
+                "predicate: $p, valid_from: $vf, valid_until: $vu, current: $c}]->(b)")
 _DELETE_EDGE = "MATCH (a:Entity {id: $s})-[r:FACT]->(b:Entity {id: $o}) WHERE r.fact_id = $f DELETE r"
 
 
@@ -38,12 +42,32 @@ def _rel_filter(as_of: str | None) -> str:
     return "r.valid_from <= $as_of AND (r.valid_until IS NULL OR r.valid_until > $as_of)"
 
 
+class _Conn:
+    """A Kùzu connection with its prepared statements, keyed by query text."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self._prepared: dict[str, Any] = {}
+
+    def run(self, query: str, params: dict) -> Any:
+        stmt = self._prepared.get(query)
+        if stmt is None:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="The use of separate prepare", category=DeprecationWarning)
+                stmt = self._prepared[query] = self.conn.prepare(query)
+            if not stmt.is_success():
+                self._prepared.pop(query)
+                raise RuntimeError(stmt.get_error_message())
+        return self.conn.execute(stmt, params)
+
+
 class KuzuGraphIndex:
     """Entity nodes and FACT relationships in an embedded Kùzu database.
 
     Args:
         path: the database folder (``<data>/graph``).
         buffer_pool_mb: Kùzu's buffer pool (its default is most of the machine's RAM).
+
     """
 
     def __init__(self, path: Path, *, buffer_pool_mb: int = 256) -> None:
@@ -59,35 +83,42 @@ class KuzuGraphIndex:
                     f"({exc})") from exc
             raise StoreError(f"could not open the Kùzu graph store {path}: {exc}") from exc
         self._kuzu = kuzu
-        self._write = kuzu.Connection(self._db)
+        # Kùzu 0.11's execute(query, params) prepares anew on every call and never frees the
+        # statement (measured: +64 KB per call until the buffer pool is full); preparing each
+        # of our fixed queries once per connection is flat and 2x faster. The API is marked
+        # deprecated in 0.11 but is the only leak-free path.
+        self._write = _Conn(kuzu.Connection(self._db))
         self._write_lock = threading.Lock()
         self._local = threading.local()
         for ddl in _SCHEMA:
-            self._write.execute(ddl)
+            self._write.conn.execute(ddl)
 
-    def _reader(self) -> Any:
+    def _reader(self) -> _Conn:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._kuzu.Connection(self._db)
+            conn = _Conn(self._kuzu.Connection(self._db))
             self._local.conn = conn
         return conn
 
     def _read(self, query: str, params: dict | None = None) -> list[list[Any]]:
         try:
-            return self._reader().execute(query, params or {}).get_all()
+            return self._reader().run(query, params or {}).get_all()
         except RuntimeError as exc:
             raise StoreError(f"Kùzu query failed: {exc}") from exc
 
     def _run_writes(self, statements: Iterable[tuple[str, dict]]) -> None:
         with self._write_lock:
-            conn = self._write
+            conn = self._write.conn
             conn.execute("BEGIN TRANSACTION")
             try:
                 for query, params in statements:
-                    conn.execute(query, params)
+                    self._write.run(query, params)
                 conn.execute("COMMIT")
             except RuntimeError as exc:
-                conn.execute("ROLLBACK")
+                try:
+                    conn.execute("ROLLBACK")
+                except RuntimeError:  # Kùzu already rolled the failed transaction back
+                    pass
                 raise StoreError(f"Kùzu write failed: {exc}") from exc
 
     def upsert_entities(self, nodes: Iterable[EntityNode]) -> None:
@@ -97,9 +128,13 @@ class KuzuGraphIndex:
 
     def upsert_facts(self, edges: Iterable[FactEdge]) -> None:
         """Insert or update relationships keyed by fact id; idempotent."""
-        self._run_writes((_UPSERT_EDGE, {"s": e.subject_id, "o": e.object_id, "f": e.fact_id,
-                                         "u": e.user_id, "p": e.predicate, "vf": e.valid_from,
-                                         "vu": e.valid_until, "c": e.current}) for e in edges)
+        def statements() -> Iterable[tuple[str, dict]]:
+            for e in edges:
+                yield _DELETE_EDGE, {"f": e.fact_id, "s": e.subject_id, "o": e.object_id}
+                yield _CREATE_EDGE, {"s": e.subject_id, "o": e.object_id, "f": e.fact_id, "u": e.user_id,
+                                     "p": e.predicate, "vf": e.valid_from, "vu": e.valid_until, "c": e.current}
+
+        self._run_writes(statements())
 
     def delete_facts(self, edges: Iterable[tuple[str, str, str]]) -> None:
         """Delete relationships given ``(fact_id, subject_id, object_id)``."""
@@ -127,7 +162,7 @@ class KuzuGraphIndex:
 
     def read_query(self, query: str, params: dict) -> list[dict]:
         """Run a query inside a read-only transaction; rows as dicts."""
-        conn = self._reader()
+        conn = self._reader().conn
         try:
             conn.execute("BEGIN TRANSACTION READ ONLY")
         except RuntimeError as exc:
@@ -152,16 +187,22 @@ class KuzuGraphIndex:
         return nodes, edges
 
     def drop_user(self, user_id: str) -> None:
-        """Delete a user's nodes and their relationships."""
-        self._run_writes([("MATCH (e:Entity) WHERE e.user_id = $u DETACH DELETE e", {"u": user_id})])
+        """Delete a user's nodes and their relationships.
+
+        Relationships go first and nodes after, never by ``DETACH DELETE``: Kùzu 0.11.3
+        replays a detach-delete from its WAL wrongly after a crash (the deleted
+        relationship comes back in one direction only), which corrupts the graph.
+        """
+        self._run_writes([("MATCH (:Entity)-[r:FACT]->(:Entity) WHERE r.user_id = $u DELETE r", {"u": user_id}),
+                          ("MATCH (e:Entity) WHERE e.user_id = $u DELETE e", {"u": user_id})])
 
     def reset(self) -> None:
-        """Delete every node and relationship."""
-        self._run_writes([("MATCH (e:Entity) DETACH DELETE e", {})])
+        """Delete every node and relationship (relationships first; see :meth:`drop_user`)."""
+        self._run_writes([("MATCH (:Entity)-[r:FACT]->(:Entity) DELETE r", {}), ("MATCH (e:Entity) DELETE e", {})])
 
     def close(self) -> None:
         """Close connections and the database (releases the file lock)."""
         with self._write_lock:
             self._local = threading.local()
-            self._write.close()
+            self._write.conn.close()
             self._db.close()

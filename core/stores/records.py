@@ -15,11 +15,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import sqlite_utils
@@ -442,6 +443,14 @@ class RecordStore:
             yield [r[0] for r in rows]
             last = rows[-1][0]
 
+    def entity_changed_at(self, ids: Sequence[str]) -> dict[str, str | None]:
+        """When each entity last changed (its refresh mark), as stored (for export)."""
+        out: dict[str, str | None] = {}
+        for chunk in _chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            out.update(self._rows(f"SELECT id, changed_at FROM entities WHERE id IN ({marks})", chunk))
+        return out
+
     def stale_entities(self, user_id: str | None, older_than: str, limit: int = 1000) -> list[tuple[str, str]]:
         """``(user_id, entity_id)`` of entities changed since their last refresh and due."""
         sql = ("SELECT user_id, id FROM entities WHERE changed_at IS NOT NULL "
@@ -524,6 +533,20 @@ class RecordStore:
     def clear_session(self, user_id: str, session_id: str) -> None:
         """Forget a session's chat turns (episodes already stored stay)."""
         self._exec("DELETE FROM session_messages WHERE user_id = ? AND session_id = ?", [user_id, session_id])
+
+    def session_rows(self, user_id: str) -> list[tuple[str, Message, str | None]]:
+        """Every chat turn of a user ``(session_id, message, episode_id)`` in order (for export)."""
+        rows = self._rows("SELECT session_id, role, name, content, message_id, timestamp, episode_id "
+                          "FROM session_messages WHERE user_id = ? ORDER BY seq", [user_id])
+        return [(r[0], Message(content=r[3], role=r[1], name=r[2], id=r[4], timestamp=_dt(r[5])), r[6])
+                for r in rows]
+
+    def insert_session_rows(self, user_id: str, rows: Iterable[tuple[str, Message, str | None]]) -> None:
+        """Append chat turns with their episode marks, as :meth:`session_rows` gives them (for import)."""
+        self._many(
+            "INSERT INTO session_messages(user_id, session_id, role, name, content, message_id, timestamp, "
+            "episode_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(user_id, sid, m.role, m.name, m.content, m.id, iso(m.timestamp), ep) for sid, m, ep in rows])
 
     # -- stats ------------------------------------------------------------------
 

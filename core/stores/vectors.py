@@ -6,6 +6,14 @@ Layout (see FACTS.md: a ``where`` filter is Chroma's slow path, 82 ms vs 2.5 ms 
 ones (searched only for ``as_of``), ``<user>_entity`` entity names. Collection names
 are hashes of the user id, so ids never reach a file name.
 
+Embedded (``PersistentClient`` in ``<data>/chroma``) or a Chroma server by URL
+(``chroma run``, reached through ``HttpClient``). A server may be shared by several
+data folders, so there every collection name also carries the data folder's
+*namespace* — a random id kept in ``<data>/chroma/server_namespace`` — and
+:meth:`ChromaVectorIndex.reset` (a rebuild) only ever drops its own collections.
+Another process may drop a collection behind our back (``zep-memory forget`` on a
+shared server): a stale cached handle is refreshed once and the call retried.
+
 We always pass vectors ourselves (cosine space) and never documents or query texts:
 Chroma's default embedding function would try to download a model.
 """
@@ -13,9 +21,12 @@ Chroma's default embedding function would try to download a model.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
+import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -26,47 +37,94 @@ __all__ = ["ChromaVectorIndex", "collection_name"]
 
 _PREFIX = "zep_"
 _MAX_BATCH = 5000
+_NAMESPACE_FILE = "server_namespace"
+_NAMESPACE = re.compile(r"[0-9a-z]{1,32}")
+_T = TypeVar("_T")
 
 
-def collection_name(user_id: str, kind: str) -> str:
-    """The collection holding ``kind`` vectors of ``user_id``."""
+def collection_name(user_id: str, kind: str, namespace: str | None = None) -> str:
+    """The collection holding ``kind`` vectors of ``user_id`` (in ``namespace``, if any)."""
     if kind not in VECTOR_KINDS:
         raise ValueError(f"unknown vector kind {kind!r}")
     digest = hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:32]
-    return f"{_PREFIX}{digest}_{kind}"
+    middle = f"{namespace}_" if namespace else ""
+    return f"{_PREFIX}{middle}{digest}_{kind}"
+
+
+def _own_names(namespace: str | None) -> re.Pattern[str]:
+    middle = f"{re.escape(namespace)}_" if namespace else ""
+    return re.compile(f"{_PREFIX}{middle}[0-9a-f]{{32}}_({'|'.join(VECTOR_KINDS)})")
+
+
+def _folder_namespace(path: Path) -> str:
+    """The data folder's namespace on a shared server, created on first use."""
+    file = path / _NAMESPACE_FILE
+    try:
+        if file.is_file():
+            value = file.read_text(encoding="utf-8").strip()
+            if _NAMESPACE.fullmatch(value):
+                return value
+            raise StoreError(f"{file} holds {value!r}, not a namespace id; delete the file and run "
+                             "`zep-memory rebuild` to index this data folder under a new one")
+        path.mkdir(parents=True, exist_ok=True)
+        value = uuid.uuid4().hex[:12]
+        file.write_text(value + "\n", encoding="utf-8")
+        return value
+    except OSError as exc:
+        raise StoreError(f"cannot read or create the Chroma namespace file {file}: {exc}") from exc
 
 
 class ChromaVectorIndex:
     """Chroma collections per user and kind; embedded, or a server by URL.
 
     Args:
-        path: folder for the embedded ``PersistentClient``.
+        path: folder for the embedded ``PersistentClient``; with ``url``, the folder
+            that keeps this data folder's namespace id on the server.
         url: ``http://host:port`` of a Chroma server (``chroma run``) instead.
+        namespace: prefix that keeps this index's collections apart from others on
+            the same server (lowercase letters and digits). Default: none when
+            embedded; with ``url``, the id kept in ``path`` (created on first use).
+
+    Raises:
+        StoreError: the server cannot be reached, or the folder cannot be opened.
+
+    Example:
+        >>> index = ChromaVectorIndex(url="http://127.0.0.1:8000", namespace="team1")  # doctest: +SKIP
+        >>> index.upsert("alice", "current", ["f1"], np.ones((1, 384), dtype=np.float32))
+
     """
 
-    def __init__(self, path: Path | None = None, *, url: str | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, url: str | None = None,
+                 namespace: str | None = None) -> None:
         import chromadb
         from chromadb.config import Settings
 
+        if namespace is not None and not _NAMESPACE.fullmatch(namespace):
+            raise StoreError(f"Chroma namespace {namespace!r} must be 1-32 lowercase letters or digits")
+        if url and namespace is None and path is not None:
+            namespace = _folder_namespace(Path(path))
+        self.namespace = namespace
+        self.url = url
         settings = Settings(anonymized_telemetry=False, allow_reset=False)
         try:
             if url:
-                from urllib.parse import urlparse
-
-                parsed = urlparse(url)
-                self.client = chromadb.HttpClient(host=parsed.hostname or "127.0.0.1",
-                                                  port=parsed.port or 8000,
-                                                  ssl=parsed.scheme == "https", settings=settings)
+                self.client = chromadb.HttpClient(**_http_args(url), settings=settings)
             else:
                 self.client = chromadb.PersistentClient(path=str(path), settings=settings)
         except Exception as exc:  # chromadb raises many types
-            where = url or path
-            raise StoreError(f"could not open the Chroma vector index at {where}: {exc}") from exc
+            hint = (" Start one with `chroma run --path DIR --host HOST --port PORT`, or leave out "
+                    "chroma_url to use the embedded index." if url else "")
+            why = str(exc).rstrip() or type(exc).__name__
+            why += "" if why.endswith((".", "?", "!")) else "."
+            raise StoreError(f"could not open the Chroma vector index at {url or path}: {why}{hint}") from exc
         self._collections: dict[str, Any] = {}
         self._lock = threading.Lock()
 
+    def _name(self, user_id: str, kind: str) -> str:
+        return collection_name(user_id, kind, self.namespace)
+
     def _collection(self, user_id: str, kind: str, *, create: bool = True) -> Any | None:
-        name = collection_name(user_id, kind)
+        name = self._name(user_id, kind)
         col = self._collections.get(name)
         if col is not None:
             return col
@@ -84,61 +142,71 @@ class ChromaVectorIndex:
             self._collections[name] = col
             return col
 
+    def _call(self, user_id: str, kind: str, what: str, fn: Callable[[Any], _T], *,
+              create: bool, missing: _T) -> _T:
+        """Run ``fn(collection)``; a handle gone stale (dropped elsewhere) is refreshed once."""
+        for attempt in (1, 2):
+            col = self._collection(user_id, kind, create=create)
+            if col is None:
+                return missing
+            try:
+                return fn(col)
+            except Exception as exc:
+                self._collections.pop(self._name(user_id, kind), None)
+                if attempt == 2 or "does not exist" not in str(exc).lower():
+                    raise StoreError(f"Chroma {what} failed: {exc}") from exc
+        raise AssertionError("unreachable")
+
     def upsert(self, user_id: str, kind: str, ids: Sequence[str], vectors: np.ndarray) -> None:
         """Insert or replace vectors; idempotent."""
         if not len(ids):
             return
-        col = self._collection(user_id, kind)
         vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or len(vectors) != len(ids):
+            raise StoreError(f"Chroma upsert needs one vector per id: {len(ids)} ids, vectors of shape "
+                             f"{vectors.shape}")
         for i in range(0, len(ids), _MAX_BATCH):
-            try:
-                col.upsert(ids=list(ids[i:i + _MAX_BATCH]), embeddings=vectors[i:i + _MAX_BATCH])
-            except Exception as exc:
-                raise StoreError(f"Chroma upsert failed: {exc}") from exc
+            batch_ids, batch = list(ids[i:i + _MAX_BATCH]), vectors[i:i + _MAX_BATCH]
+            self._call(user_id, kind, "upsert", lambda col, i=batch_ids, v=batch: col.upsert(ids=i, embeddings=v),
+                       create=True, missing=None)
 
     def delete(self, user_id: str, kind: str, ids: Sequence[str]) -> None:
         """Remove ids; missing ids are ignored."""
         if not len(ids):
             return
-        col = self._collection(user_id, kind, create=False)
-        if col is None:
-            return
         for i in range(0, len(ids), _MAX_BATCH):
-            try:
-                col.delete(ids=list(ids[i:i + _MAX_BATCH]))
-            except Exception as exc:
-                raise StoreError(f"Chroma delete failed: {exc}") from exc
+            batch_ids = list(ids[i:i + _MAX_BATCH])
+            self._call(user_id, kind, "delete", lambda col, i=batch_ids: col.delete(ids=i),
+                       create=False, missing=None)
 
     def query(self, user_id: str, kind: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """Up to ``k`` ``(id, cosine similarity)`` pairs, best first."""
-        col = self._collection(user_id, kind, create=False)
-        if col is None:
-            return []
-        try:
-            res = col.query(query_embeddings=np.asarray(vector, dtype=np.float32)[None, :],
-                            n_results=k, include=["distances"])
-        except Exception as exc:
-            raise StoreError(f"Chroma query failed: {exc}") from exc
-        return [(i, 1.0 - float(d)) for i, d in zip(res["ids"][0], res["distances"][0])]
+        query = np.asarray(vector, dtype=np.float32)[None, :]
+
+        def run(col: Any) -> list[tuple[str, float]]:
+            res = col.query(query_embeddings=query, n_results=k, include=["distances"])
+            return [(i, 1.0 - float(d)) for i, d in zip(res["ids"][0], res["distances"][0])]
+
+        return self._call(user_id, kind, "query", run, create=False, missing=[])
 
     def ids(self, user_id: str, kind: str) -> set[str]:
         """Every id in a user's collection of that kind."""
-        col = self._collection(user_id, kind, create=False)
-        if col is None:
-            return set()
-        out: set[str] = set()
-        offset = 0
-        while True:
-            got = col.get(include=[], limit=_MAX_BATCH, offset=offset)["ids"]
-            out.update(got)
-            if len(got) < _MAX_BATCH:
-                return out
-            offset += _MAX_BATCH
+        def run(col: Any) -> set[str]:
+            out: set[str] = set()
+            offset = 0
+            while True:
+                got = col.get(include=[], limit=_MAX_BATCH, offset=offset)["ids"]
+                out.update(got)
+                if len(got) < _MAX_BATCH:
+                    return out
+                offset += _MAX_BATCH
+
+        return self._call(user_id, kind, "read", run, create=False, missing=set())
 
     def drop_user(self, user_id: str) -> None:
         """Delete the user's collections."""
         for kind in VECTOR_KINDS:
-            name = collection_name(user_id, kind)
+            name = self._name(user_id, kind)
             with self._lock:
                 self._collections.pop(name, None)
                 try:
@@ -147,14 +215,32 @@ class ChromaVectorIndex:
                     pass
 
     def reset(self) -> None:
-        """Delete every zep-memory collection."""
+        """Delete every collection of this index (other namespaces on a server stay)."""
+        own = _own_names(self.namespace)
         with self._lock:
             self._collections.clear()
-            for col in self.client.list_collections():
-                name = getattr(col, "name", col)
-                if str(name).startswith(_PREFIX):
-                    self.client.delete_collection(name)
+            try:
+                names = [str(getattr(col, "name", col)) for col in self.client.list_collections()]
+                for name in names:
+                    if own.fullmatch(name):
+                        self.client.delete_collection(name)
+            except Exception as exc:
+                raise StoreError(f"Chroma reset failed: {exc}") from exc
 
     def close(self) -> None:
         """Drop cached handles (the client has no explicit close)."""
         self._collections.clear()
+
+
+def _http_args(url: str) -> dict[str, Any]:
+    """``HttpClient`` arguments for ``http(s)://host:port``; a bad URL is a clear error."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url if "://" in url else f"http://{url}")
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise StoreError(f"chroma_url {url!r} is not an http(s)://host:port URL")
+    try:
+        port = parsed.port or (443 if parsed.scheme == "https" else 8000)
+    except ValueError:
+        raise StoreError(f"chroma_url {url!r} has an invalid port") from None
+    return {"host": parsed.hostname, "port": port, "ssl": parsed.scheme == "https"}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Iterable, Sequence
 
 from zep_core.models import Message
 from zep_core.providers.base import ExtractedFact, Extraction, ExtractionContext

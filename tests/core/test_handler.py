@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+from zep_core import Message, NotFoundError, ValidationError
 
 from tests.core.fakes import ScriptedExtractor, said
-from zep_core import Message, NotFoundError, ValidationError
 
 UTC = timezone.utc
 

@@ -6,7 +6,6 @@ import math
 from datetime import datetime, timezone
 
 import pytest
-
 from zep_core import Fact, InvariantError, Message, ValidationError
 
 UTC = timezone.utc

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+from zep_core import Message, NotFoundError, QueryError
 
 from tests.core.fakes import ScriptedExtractor, said
-from zep_core import Message, NotFoundError, QueryError
 
 UTC = timezone.utc
 T1, T2, T3 = (datetime(y, 1, 1, tzinfo=UTC) for y in (2021, 2022, 2023))

@@ -9,10 +9,10 @@ import textwrap
 from datetime import timedelta
 
 import pytest
-
-from tests.core.fakes import HashEmbedder, ScriptedExtractor, said
 from zep_core import ConfigError, Memory, MemoryConfig, Message, NotFoundError, StoreLockedError
 from zep_core.stores.vectors import collection_name
+
+from tests.core.fakes import HashEmbedder, ScriptedExtractor, said
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -21,16 +21,19 @@ def talk(memory, user, *lines, session="s"):
     return memory.conversation_end(session, [Message(t, name=user.capitalize()) for t in lines], user_id=user)
 
 
-def test_outbox_is_replayed_after_a_crash_between_sqlite_commit_and_index_writes(tmp_path):
+@pytest.mark.parametrize("index_writes", ["sync", "background"])
+def test_outbox_is_replayed_after_a_crash_between_sqlite_commit_and_index_writes(tmp_path, index_writes):
     data = tmp_path / "data"
     child = textwrap.dedent(f"""
-        import os, sys
+        import os, sys, time
         from zep_core import Memory, MemoryConfig, Message
         from zep_core.memory import Memory as M
-        memory = Memory(MemoryConfig(data_dir={str(data)!r}))
+        memory = Memory(MemoryConfig(data_dir={str(data)!r}, index_writes={index_writes!r}))
         memory.conversation_end("s", [Message("I live in Paris.", name="Alice")], user_id="alice")
-        M._drain_outbox = lambda self: os._exit(17)   # die right after the SQLite commit
+        memory.flush()
+        M._drain_outbox = lambda self: os._exit(17)   # die before any index write of episode 2
         memory.conversation_end("s", [Message("I moved to Berlin.", name="Alice")], user_id="alice")
+        time.sleep(30)  # background mode: the indexer thread dies on its next pass
     """)
     proc = subprocess.run([sys.executable, "-c", child], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 17, proc.stderr
@@ -48,6 +51,7 @@ def test_rebuild_recreates_chroma_and_kuzu_equal_to_before(memory):
     talk(memory, "alice", "I live in Paris.", "I work at Acme and I like jazz.")
     talk(memory, "alice", "I moved to Berlin.")
     talk(memory, "bob", "I live in Rome.")
+    memory.flush()
     before = {u: (memory.vectors.ids(u, "current"), memory.vectors.ids(u, "history"), memory.graph.snapshot(u))
               for u in ("alice", "bob")}
     context_before = memory.context_block("Where does Alice live?", user_id="alice")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+from zep_core import Message
 
 from tests.core.fakes import ScriptedExtractor, said
-from zep_core import Message
 
 UTC = timezone.utc
 T1 = datetime(2023, 1, 1, tzinfo=UTC)
