@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import pytest
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+
+from zep_langchain import ZepRetriever
+
+
+class TestZepRetrieverStandard(RetrieversIntegrationTests):
+    """LangChain's standard retriever suite, on real SQLite/Chroma/Kùzu stores."""
+
+    @pytest.fixture(autouse=True)
+    def _memory(self, alice_memory):
+        self.memory = alice_memory
+
+    @property
+    def retriever_constructor(self) -> type[ZepRetriever]:
+        return ZepRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict:
+        return {"memory": self.memory, "user_id": "alice"}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "What do you know about Alice?"
+
+
+def test_documents_carry_the_fact_its_triple_validity_and_score_parts(alice_memory):
+    docs = ZepRetriever(memory=alice_memory, user_id="alice", k=10).invoke("Where does Alice live?")
+    lives = [d for d in docs if d.metadata["predicate"] == "lives_in" and d.metadata["subject"] == "Alice"]
+    assert [d.page_content for d in lives] == ["Alice lives in Berlin."]
+    meta = lives[0].metadata
+    assert (meta["subject"], meta["predicate"], meta["object"]) == ("Alice", "lives_in", "Berlin")
+    assert meta["valid_from"].startswith("2024-03-01") and meta["valid_until"] is None
+    assert meta["score"] > 0 and meta["semantic_score"] > 0 and meta["graph_score"] == 1.0
+    assert meta["source_message_ids"] and meta["episode_id"]
+    assert lives[0].id == meta["fact_id"]
+
+
+def test_superseded_facts_are_not_retrieved(alice_memory):
+    docs = ZepRetriever(memory=alice_memory, user_id="alice").invoke("Where does Alice live?")
+    assert not any("Paris" in d.page_content for d in docs)
+
+
+def test_as_of_retrieves_what_was_true_then(alice_memory):
+    retriever = ZepRetriever(memory=alice_memory, user_id="alice", as_of="2024-02-01T00:00:00+00:00")
+    texts = [d.page_content for d in retriever.invoke("Where does Alice live?")]
+    assert "Alice lives in Paris." in texts and "Alice lives in Berlin." not in texts
+
+
+def test_k_in_invoke_overrides_the_field(alice_memory):
+    retriever = ZepRetriever(memory=alice_memory, user_id="alice", k=5)
+    assert len(retriever.invoke("What do you know about Alice?")) == 5
+    assert len(retriever.invoke("What do you know about Alice?", k=2)) == 2
+
+
+def test_user_name_reads_first_person_questions_as_that_user(alice_memory):
+    plain = ZepRetriever(memory=alice_memory, user_id="alice", k=3).invoke("Where do I live?")
+    named = ZepRetriever(memory=alice_memory, user_id="alice", k=3, user_name="Alice").invoke("Where do I live?")
+    assert "Alice lives in Berlin." not in [d.page_content for d in plain]
+    assert "Alice lives in Berlin." in [d.page_content for d in named]
+
+
+def test_unknown_user_gets_no_documents_not_an_error(alice_memory):
+    assert ZepRetriever(memory=alice_memory, user_id="nobody").invoke("Where does Alice live?") == []
+
+
+def test_other_users_facts_never_come_back(alice_memory):
+    docs = ZepRetriever(memory=alice_memory, user_id="bob").invoke("Alice")
+    assert docs == []
+
+
+async def test_ainvoke_matches_invoke(alice_memory):
+    retriever = ZepRetriever(memory=alice_memory, user_id="alice", k=3)
+    sync = [d.page_content for d in retriever.invoke("Where does Alice live?")]
+    async_ = [d.page_content for d in await retriever.ainvoke("Where does Alice live?")]
+    assert async_ == sync and len(sync) == 3
+
+
+def test_bad_arguments_are_refused(alice_memory):
+    with pytest.raises(ValueError):
+        ZepRetriever(memory=alice_memory, user_id="alice", k=0)
+    with pytest.raises(TypeError, match="unexpected arguments"):
+        ZepRetriever(memory=alice_memory, user_id="alice").invoke("x", top_k=3)
+
+
+def test_an_unnamed_user_is_the_default_speaker(memory):
+    from langchain_core.messages import HumanMessage
+
+    from zep_langchain import ZepChatMessageHistory
+
+    history = ZepChatMessageHistory(memory, "s1", user_id="u1")
+    history.add_messages([HumanMessage("I live in Paris.")])
+    history.end_conversation()
+    texts = [d.page_content for d in ZepRetriever(memory=memory, user_id="u1").invoke("Where do I live?")]
+    assert "User lives in Paris." in texts

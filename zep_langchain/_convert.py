@@ -1,0 +1,109 @@
+"""Pure conversions between LangChain messages and documents and zep_core records."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, HumanMessage, SystemMessage
+from zep_core import Fact, Memory, Message
+
+__all__ = ["fact_to_document", "new_only", "now_of", "to_core_messages", "to_langchain_messages"]
+
+_ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system"}
+_SKIPPED_TYPES = frozenset({"tool", "function"})
+
+
+def now_of(memory: Memory) -> datetime:
+    """Now, by the memory's own clock, so stored turns and facts share one timeline."""
+    return memory._now()  # the façade has no public clock yet
+
+
+def _role(message: BaseMessage) -> str | None:
+    if message.type in _SKIPPED_TYPES:
+        return None
+    if message.type == "chat":
+        return getattr(message, "role", "user")
+    return _ROLE_OF_TYPE.get(message.type, "user")
+
+
+def to_core_messages(messages: Iterable[BaseMessage], *, user_name: str | None = None,
+                     timestamp: datetime | None = None) -> list[Message]:
+    """Convert LangChain messages into core :class:`~zep_core.Message` records.
+
+    Human messages get ``user_name`` as their speaker unless they carry a ``name``;
+    AI messages become ``assistant``. Tool results and AI messages without text (pure
+    tool calls) are left out: the core keeps the text of a conversation.
+
+    Raises:
+        zep_core.ValidationError: a message with a role the core does not know.
+
+    """
+    out: list[Message] = []
+    for m in messages:
+        role = _role(m)
+        text = m.text
+        if role is None or not text.strip():
+            continue
+        name = m.name or (user_name if m.type == "human" else None)
+        out.append(Message(text, role=role, name=name, id=m.id, timestamp=timestamp))
+    return out
+
+
+def to_langchain_messages(messages: Iterable[Message]) -> list[BaseMessage]:
+    """Convert core messages back into LangChain messages (ids and names kept)."""
+    out: list[BaseMessage] = []
+    for m in messages:
+        fields: dict[str, Any] = {"content": m.content, "name": m.name, "id": m.id}
+        if m.role == "user":
+            out.append(HumanMessage(**fields))
+        elif m.role == "assistant":
+            out.append(AIMessage(**fields))
+        elif m.role == "system":
+            out.append(SystemMessage(**fields))
+        else:
+            out.append(ChatMessage(role=m.role, **fields))
+    return out
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def fact_to_document(fact: Fact) -> Document:
+    """A fact as a LangChain Document: its text, with the triple, validity and score parts."""
+    return Document(
+        page_content=fact.content,
+        id=fact.id,
+        metadata={
+            "fact_id": fact.id,
+            "subject": fact.subject,
+            "predicate": fact.predicate,
+            "object": fact.object,
+            "confidence": fact.confidence,
+            "valid_from": _iso(fact.valid_from),
+            "valid_until": _iso(fact.valid_until),
+            "superseded_by": fact.superseded_by,
+            "score": fact.score,
+            "semantic_score": fact.semantic_score,
+            "graph_score": fact.graph_score,
+            "source_message_ids": list(fact.source_message_ids),
+            "episode_id": fact.episode_id,
+            "user_id": fact.user_id,
+        },
+    )
+
+
+def new_only(messages: Sequence[Message], stored_ids: set[str]) -> list[Message]:
+    """Drop messages whose id is already stored (or repeated in the batch): adds are idempotent."""
+    seen = set(stored_ids)
+    out = []
+    for m in messages:
+        if m.id is not None:
+            if m.id in seen:
+                continue
+            seen.add(m.id)
+        out.append(m)
+    return out

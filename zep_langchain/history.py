@@ -1,0 +1,98 @@
+"""ZepChatMessageHistory: a LangChain chat history kept in the core's SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage
+from zep_core import IngestResult, Memory, ValidationError
+
+from ._convert import new_only, now_of, to_core_messages, to_langchain_messages
+
+__all__ = ["ZepChatMessageHistory"]
+
+
+class ZepChatMessageHistory(BaseChatMessageHistory):
+    """The turns of one chat session, stored at once in the memory's SQLite.
+
+    Messages survive a restart: open a :class:`zep_core.Memory` on the same folder and
+    the session's messages are there. Human messages are stored with ``user_name`` as
+    their speaker (so "I live in Paris" becomes a fact about that name); AI messages
+    as ``assistant``. Only text is kept: tool results and AI messages without text
+    (pure tool calls) are not stored. Adding a message whose id is already stored in
+    the session does nothing, so retries never duplicate a turn.
+
+    The turns become an episode (facts extracted) only at :meth:`end_conversation`.
+
+    Args:
+        memory: the :class:`zep_core.Memory` to store in.
+        session_id: the conversation.
+        user_id: the tenant.
+        user_name: the speaker's name for human messages without a ``name``.
+
+    Example:
+        >>> history = ZepChatMessageHistory(memory, "s1", user_id="alice",   # doctest: +SKIP
+        ...                                 user_name="Alice")
+        >>> history.add_messages([HumanMessage("I live in Paris"), AIMessage("Nice!")])
+        >>> [m.content for m in history.messages]
+        ['I live in Paris', 'Nice!']
+
+    """
+
+    def __init__(self, memory: Memory, session_id: str, *, user_id: str = "default",
+                 user_name: str | None = None) -> None:
+        for what, value in (("session_id", session_id), ("user_id", user_id)):
+            if not isinstance(value, str) or not value.strip():
+                raise ValidationError(f"{what} must be a non-empty string, got {value!r}")
+        self.memory = memory
+        self.session_id = session_id
+        self.user_id = user_id
+        self.user_name = user_name
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """Every stored message of the session, oldest first."""
+        return self.recent()
+
+    def recent(self, limit: int | None = None) -> list[BaseMessage]:
+        """The last ``limit`` messages of the session (all if None), oldest first."""
+        found = self.memory.get_messages(self.session_id, user_id=self.user_id, limit=limit)
+        return to_langchain_messages(found)
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Store messages at once (a message whose id is already stored is skipped)."""
+        core = to_core_messages(messages, user_name=self.user_name, timestamp=now_of(self.memory))
+        if any(m.id is not None for m in core):
+            stored = self.memory.get_messages(self.session_id, user_id=self.user_id)
+            core = new_only(core, {m.id for m in stored if m.id is not None})
+        if core:
+            self.memory.add_messages(self.session_id, core, user_id=self.user_id)
+
+    def clear(self) -> None:
+        """Forget the session's messages; facts already learned from them stay."""
+        self.memory.clear_messages(self.session_id, user_id=self.user_id)
+
+    def end_conversation(self) -> IngestResult | None:
+        """Run ``conversation_end`` on the turns not yet ingested; None if there were none."""
+        return self.memory.end_session(self.session_id, user_id=self.user_id)
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async :attr:`messages`."""
+        return await asyncio.to_thread(self.recent)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async :meth:`add_messages`."""
+        await asyncio.to_thread(self.add_messages, list(messages))
+
+    async def aclear(self) -> None:
+        """Async :meth:`clear`."""
+        await asyncio.to_thread(self.clear)
+
+    async def aend_conversation(self) -> IngestResult | None:
+        """Async :meth:`end_conversation`."""
+        return await asyncio.to_thread(self.end_conversation)
+
+    def __repr__(self) -> str:
+        return f"ZepChatMessageHistory(session_id={self.session_id!r}, user_id={self.user_id!r})"

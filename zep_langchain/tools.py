@@ -1,0 +1,189 @@
+"""Memory tools for agents: search_memory, entity_history, related_entities.
+
+Each tool answers with text for the model. An unknown entity, a user with no
+memory yet, or bad arguments come back as a helpful sentence, never an exception,
+so the agent can try something else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+
+from langchain_core.tools import ArgsSchema, BaseTool
+from pydantic import BaseModel, Field
+from zep_core import Fact, Memory, NotFoundError, ValidationError
+
+from .context import facts_for, mentions_user, speaker_of
+
+__all__ = [
+    "EntityInput",
+    "SearchMemoryInput",
+    "ZepEntityHistoryTool",
+    "ZepRelatedEntitiesTool",
+    "ZepSearchMemoryTool",
+    "create_memory_tools",
+]
+
+_SELF_WORDS = frozenset({"i", "me", "myself", "user", "the user"})
+
+
+class SearchMemoryInput(BaseModel):
+    """Arguments of ``search_memory``."""
+
+    query: str = Field(description="What to look for, e.g. 'Where does the user live?'")
+    k: int = Field(default=5, ge=1, le=50, description="How many facts at most")
+
+
+class EntityInput(BaseModel):
+    """Arguments of ``entity_history`` and ``related_entities``."""
+
+    entity: str = Field(description="The name of a person, place or thing, e.g. 'Alice'; 'me' means the user")
+
+
+def _date(value: datetime | None) -> str:
+    return value.date().isoformat() if value else "now"
+
+
+def _current_line(fact: Fact) -> str:
+    return f"- {fact.content} (valid from {_date(fact.valid_from)}; score {fact.score:.2f})"
+
+
+def _history_line(fact: Fact) -> str:
+    state = "current" if fact.is_current else "superseded" if fact.superseded_by else "ended"
+    return f"- {fact.content} (valid {_date(fact.valid_from)} to {_date(fact.valid_until)}; {state})"
+
+
+class _MemoryTool(BaseTool):
+    """Common fields: the memory, the tenant and the user's name."""
+
+    memory: Memory = Field(exclude=True)
+    user_id: str = Field(default="default", min_length=1)
+    user_name: str | None = None
+
+    def _entity(self, name: str) -> str:
+        return speaker_of(self.memory, self.user_name) if name.strip().casefold() in _SELF_WORDS else name
+
+    def _no_memory(self) -> str | None:
+        if self.memory.has_user(self.user_id):
+            return None
+        return "Nothing is stored in memory for this user yet."
+
+
+class ZepSearchMemoryTool(_MemoryTool):
+    """``search_memory``: the user's current facts most relevant to a query.
+
+    Example:
+        >>> tool = ZepSearchMemoryTool(memory=memory, user_id="alice")      # doctest: +SKIP
+        >>> print(tool.invoke({"query": "Where does Alice live?"}))
+        Facts in memory for "Where does Alice live?" (true now, most relevant first):
+        - Alice lives in Berlin. (valid from 2024-01-31; score 0.82)
+
+    """
+
+    name: str = "search_memory"
+    description: str = (
+        "Search long-term memory for facts about the user and what they said in earlier conversations. "
+        "Returns the facts that are true now, most relevant first, with the date each became true.")
+    args_schema: ArgsSchema | None = SearchMemoryInput
+
+    def _run(self, query: str, k: int = 5) -> str:
+        if (empty := self._no_memory()) is not None:
+            return empty
+        try:
+            speaker = speaker_of(self.memory, self.user_name) if mentions_user(query) else None
+            facts = facts_for(self.memory, query, user_id=self.user_id, speaker=speaker, limit=k)
+        except ValidationError as exc:
+            return f"Could not search memory: {exc}"
+        if not facts:
+            return f"No facts in memory match {query!r}. Try other words, or entity_history with a name."
+        return "\n".join([f'Facts in memory for "{query}" (true now, most relevant first):',
+                          *map(_current_line, facts)])
+
+    async def _arun(self, query: str, k: int = 5) -> str:
+        return await asyncio.to_thread(self._run, query, k)
+
+
+class ZepEntityHistoryTool(_MemoryTool):
+    """``entity_history``: every fact about an entity, superseded ones too, oldest first.
+
+    Example:
+        >>> tool = ZepEntityHistoryTool(memory=memory, user_id="alice")     # doctest: +SKIP
+        >>> print(tool.invoke({"entity": "Alice"}))
+        History of Alice (oldest first, including facts no longer true):
+        - Alice lives in Paris. (valid 2024-01-01 to 2024-03-01; superseded)
+        - Alice lives in Berlin. (valid 2024-03-01 to now; current)
+
+    """
+
+    name: str = "entity_history"
+    description: str = (
+        "The timeline of a person, place or thing: every fact ever learned about it, including facts that "
+        "are no longer true, oldest first, with the dates each was valid. Use it for 'where did I live "
+        "before?' or 'what changed?'.")
+    args_schema: ArgsSchema | None = EntityInput
+
+    def _run(self, entity: str) -> str:
+        if (empty := self._no_memory()) is not None:
+            return empty
+        name = self._entity(entity)
+        try:
+            facts = self.memory.entity_history(name, user_id=self.user_id)
+        except NotFoundError:
+            return f"No entity named {name!r} in memory. Check the spelling, or use search_memory to look by topic."
+        except ValidationError as exc:
+            return f"Could not read the history: {exc}"
+        if not facts:
+            return f"Memory knows the name {name!r} but holds no facts about it."
+        return "\n".join([f"History of {name} (oldest first, including facts no longer true):",
+                          *map(_history_line, facts)])
+
+    async def _arun(self, entity: str) -> str:
+        return await asyncio.to_thread(self._run, entity)
+
+
+class ZepRelatedEntitiesTool(_MemoryTool):
+    """``related_entities``: entities within two hops of an entity in the knowledge graph.
+
+    Example:
+        >>> ZepRelatedEntitiesTool(memory=memory, user_id="alice").invoke({"entity": "Alice"})  # doctest: +SKIP
+        'Entities connected to Alice (within 2 hops): Berlin (place), Acme (organization)'
+
+    """
+
+    name: str = "related_entities"
+    description: str = (
+        "People, places and things connected to an entity in the memory's knowledge graph (up to two hops "
+        "away). Use it to explore what memory knows around a name.")
+    args_schema: ArgsSchema | None = EntityInput
+
+    def _run(self, entity: str) -> str:
+        if (empty := self._no_memory()) is not None:
+            return empty
+        name = self._entity(entity)
+        try:
+            related = self.memory.related_entities(name, user_id=self.user_id)
+        except NotFoundError:
+            return f"No entity named {name!r} in memory. Check the spelling, or use search_memory to look by topic."
+        except ValidationError as exc:
+            return f"Could not look up related entities: {exc}"
+        if not related:
+            return f"Nothing in memory is connected to {name}."
+        names = ", ".join(f"{e.name} ({e.entity_type})" for e in related)
+        return f"Entities connected to {name} (within 2 hops): {names}"
+
+    async def _arun(self, entity: str) -> str:
+        return await asyncio.to_thread(self._run, entity)
+
+
+def create_memory_tools(memory: Memory, *, user_id: str = "default", user_name: str | None = None) -> list[BaseTool]:
+    """The three memory tools for one user, ready for ``create_agent(model, tools=...)``.
+
+    Example:
+        >>> tools = create_memory_tools(memory, user_id="alice", user_name="Alice")  # doctest: +SKIP
+        >>> [t.name for t in tools]
+        ['search_memory', 'entity_history', 'related_entities']
+
+    """
+    fields = {"memory": memory, "user_id": user_id, "user_name": user_name}
+    return [ZepSearchMemoryTool(**fields), ZepEntityHistoryTool(**fields), ZepRelatedEntitiesTool(**fields)]
