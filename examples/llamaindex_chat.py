@@ -1,0 +1,96 @@
+"""A LlamaIndex chat engine with zep-memory, across three sessions.
+
+Ada says she lives in Paris, later that she moved to Berlin, and then asks where
+she lives. Each turn prints what memory supplied to the LLM; the last part shows
+the same facts as retriever nodes.
+
+    python examples/llamaindex_chat.py [DATA_DIR]
+
+Offline by default (LlamaIndex's MockLLM, zep-memory's embedded defaults). With
+``OPENAI_API_KEY`` set and ``llama-index-llms-openai`` installed, a real model
+answers (``ZEP_EXAMPLE_MODEL``, default gpt-4o-mini).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import textwrap
+from typing import Any
+
+from llama_index.core.base.llms.types import CompletionResponse
+from llama_index.core.chat_engine import SimpleChatEngine
+from llama_index.core.llms import LLM, MockLLM
+from llama_index.core.llms.callbacks import llm_completion_callback
+from zep_core import Memory
+
+from zep_llamaindex import ZepMemory, ZepRetriever
+
+SESSIONS = [
+    ("session-1", ["Hi, I'm Ada. I live in Paris and I work at Acme."]),
+    ("session-2", ["Big news: I moved to Berlin."]),
+    ("session-3", ["Where do I live now?"]),
+]
+
+
+class OfflineLLM(MockLLM):
+    """LlamaIndex's MockLLM with a fixed answer (the plain MockLLM echoes its whole prompt)."""
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return CompletionResponse(text="(offline mock LLM: set OPENAI_API_KEY for a real answer)")
+
+
+def pick_llm() -> LLM:
+    """A real OpenAI model when configured, else the offline mock."""
+    if os.environ.get("OPENAI_API_KEY"):
+        try:
+            from llama_index.llms.openai import OpenAI
+        except ImportError:
+            print("OPENAI_API_KEY is set but llama-index-llms-openai is not installed; using the mock LLM.\n")
+        else:
+            return OpenAI(model=os.environ.get("ZEP_EXAMPLE_MODEL", "gpt-4o-mini"))
+    return OfflineLLM()
+
+
+def show(label: str, text: str) -> None:
+    print(f"  {label}:")
+    print(textwrap.indent(text or "(nothing yet)", "    "))
+
+
+def run(data_dir: str) -> None:
+    llm = pick_llm()
+    with Memory.open(data_dir) as memory:
+        for session_id, lines in SESSIONS:
+            print(f"== {session_id}")
+            chat_memory = ZepMemory(memory=memory, session_id=session_id, user_id="ada", user_name="Ada")
+            engine = SimpleChatEngine.from_defaults(llm=llm, memory=chat_memory)
+            for text in lines:
+                print(f"  Ada: {text}")
+                show("memory supplied", chat_memory.context_for(text))
+                print(f"  assistant: {engine.chat(text)}")
+            if session_id != "session-3":  # the last session stays open: its turns are stored, not yet ingested
+                result = chat_memory.end_session()  # conversation_end: facts learned, older ones superseded
+                for fact in result.superseded if result else ():
+                    print(f"  superseded: {fact.content}")
+            print()
+
+        print("== the same memory as a LlamaIndex retriever")
+        for hit in ZepRetriever(memory=memory, user_id="ada", user_name="Ada", top_k=3).retrieve("Where do I live?"):
+            meta = hit.node.metadata
+            print(f"  {hit.score:.3f}  {hit.node.get_content():<28} {meta['subject']} {meta['predicate']} "
+                  f"{meta['object']} (valid from {meta['valid_from'][:10]})")
+
+
+def main() -> int:
+    if len(sys.argv) > 1:
+        run(sys.argv[1])
+    else:
+        with tempfile.TemporaryDirectory(prefix="zep-llamaindex-") as tmp:
+            run(tmp)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

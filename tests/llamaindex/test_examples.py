@@ -1,0 +1,43 @@
+"""The LlamaIndex examples run offline and show memory supplying the new city, not the old one."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+pytestmark = pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecationWarning")
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def last_session(output: str) -> str:
+    return output.split("== session-3")[1]
+
+
+def test_chat_example_runs_offline(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    load("llamaindex_chat").run(str(tmp_path))
+
+    out = last_session(capsys.readouterr().out)
+    supplied = out.split("memory supplied:")[1].split("assistant:")[0]
+    assert "Ada lives in Berlin." in supplied and "Paris" not in supplied
+    assert "Ada lives_in Berlin" in out  # the retriever's node metadata
+
+
+def test_agent_example_runs_offline(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    load("llamaindex_agent").run(str(tmp_path))
+
+    out = last_session(capsys.readouterr().out)
+    supplied = out.split("memory supplied:")[1].split("tool entity_history")[0]
+    assert "Ada lives in Berlin." in supplied and "Paris" not in supplied
+    assert "Ada lives in Paris. (superseded)" in out and "now: Ada lives in Berlin." in out
