@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import operator
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -35,7 +36,7 @@ from .lock import DataDirLock
 from .models import Entity, Episode, Fact, IngestResult, Message, coerce_messages, new_id, to_utc
 from .providers.base import Extraction, ExtractionContext
 from .providers.factory import build_providers
-from .resolve import canonical_predicate, entity_id, input_aliases, is_first_person
+from .resolve import canonical_predicate, entity_id, input_aliases, is_first_person, mentions_first_person
 from .retrieval import ScoringParams, render_context_block, score_candidates
 from .stores.base import EntityNode, FactEdge
 from .stores.records import RecordStore, StoredFact, iso
@@ -59,6 +60,16 @@ def _check_id(value: Any, what: str) -> str:
     except UnicodeEncodeError:
         raise ValidationError(f"{what} is not valid Unicode (lone surrogate)") from None
     return value
+
+
+def _check_limit(value: Any) -> int:
+    try:
+        limit = operator.index(value)
+    except TypeError:
+        raise ValidationError(f"limit must be an integer >= 1, got {value!r}") from None
+    if limit < 1:
+        raise ValidationError(f"limit must be >= 1, got {limit}")
+    return limit
 
 
 @dataclass(frozen=True)
@@ -468,7 +479,7 @@ class Memory:
 
     def get_context(self, input: str, *, user_id: str = "default", limit: int | None = None,
                     as_of: datetime | str | None = None, require_both: bool | None = None,
-                    threshold: float | None = None) -> list[Fact]:
+                    threshold: float | None = None, speaker: str | None = None) -> list[Fact]:
         """The spec's GetContext: the most relevant current facts for ``input``.
 
         Candidates match semantically (cosine >= ``threshold``) or lie within
@@ -483,6 +494,8 @@ class Memory:
             as_of: return what was true at that time instead of now.
             require_both: the spec's literal AND of both matches.
             threshold: override ``config.semantic_threshold``.
+            speaker: who is asking; "I/me/my" in the input mean this entity (default
+                ``config.default_speaker``), as they did when the facts were extracted.
 
         Raises:
             NotFoundError: ``user_id`` has no stored data.
@@ -496,22 +509,23 @@ class Memory:
         if len(input) > self.config.max_message_chars:
             raise ValidationError(f"input has {len(input)} characters, over max_message_chars")
         cfg = self.config
+        if threshold is not None and not (isinstance(threshold, (int, float)) and 0 <= threshold <= 1):
+            raise ValidationError(f"threshold must be a number in [0, 1], got {threshold!r}")
         params = ScoringParams(
             threshold=cfg.semantic_threshold if threshold is None else threshold,
             semantic_weight=cfg.semantic_weight, graph_weight=cfg.graph_weight,
-            limit=cfg.context_limit if limit is None else int(limit),
+            limit=cfg.context_limit if limit is None else _check_limit(limit),
             require_both=cfg.require_both if require_both is None else require_both)
-        if params.limit < 1:
-            raise ValidationError("limit must be >= 1")
         when = to_utc(as_of, "as_of", strict=cfg.strict_timezones) if as_of is not None else None
         when_s = iso(when) if when else None
-        query = self.embedder.embed_query(input)
+        asker = (speaker or cfg.default_speaker) if mentions_first_person(input) else None
+        query = self.embedder.embed_query(f"{asker}: {input}" if asker else input)
         self._catch_up()
         k = max(cfg.semantic_candidates, params.limit)
         semantic = dict(self.vectors.query(user_id, "current", query, k))
         if when is not None:
             semantic.update(self.vectors.query(user_id, "history", query, k))
-        graph = self._graph_match(input, user_id, when_s) if (cfg.graph_hops and
+        graph = self._graph_match(input, user_id, when_s, asker) if (cfg.graph_hops and
                                                                (cfg.graph_weight or params.require_both)) else {}
         missing = [f for f in graph if f not in semantic]
         for fid, vec in self.records.fact_vectors(user_id, missing).items():
@@ -524,9 +538,10 @@ class Memory:
         return [valid[s.fact_id].with_scores(round(s.score, 6), round(s.semantic, 6), s.graph)
                 for s in ranked]
 
-    def _graph_match(self, text: str, user_id: str, as_of: str | None) -> dict[str, float]:
+    def _graph_match(self, text: str, user_id: str, as_of: str | None, asker: str | None) -> dict[str, float]:
         cfg = self.config
-        named = set(self.records.entity_ids_for_aliases(user_id, input_aliases(text)).values())
+        names = input_aliases(text) + ([normalize_name(asker)] if asker else [])
+        named = set(self.records.entity_ids_for_aliases(user_id, names).values())
         scores: dict[str, float] = {}
         frontier, seen = named, set(named)
         for hop in range(cfg.graph_hops):
@@ -541,9 +556,10 @@ class Memory:
         return scores
 
     def context_block(self, input: str, *, user_id: str = "default", limit: int | None = None,
-                      as_of: datetime | str | None = None, max_entities: int = 5) -> str:
+                      as_of: datetime | str | None = None, max_entities: int = 5,
+                      speaker: str | None = None) -> str:
         """A prompt-ready string: the GetContext facts with dates, and entity summaries."""
-        facts = self.get_context(input, user_id=user_id, limit=limit, as_of=as_of)
+        facts = self.get_context(input, user_id=user_id, limit=limit, as_of=as_of, speaker=speaker)
         names: list[str] = []
         for f in facts:
             names += [normalize_name(f.subject), normalize_name(f.object)]
@@ -584,7 +600,7 @@ class Memory:
         """
         eid = self._entity_id(name, user_id)
         self._catch_up()
-        ids = self.graph.related(user_id, eid, hops=2, limit=limit)
+        ids = self.graph.related(user_id, eid, hops=2, limit=_check_limit(limit))
         found = self.records.get_entities(user_id, ids)
         return [found[i] for i in ids if i in found]
 
@@ -605,7 +621,8 @@ class Memory:
         bound = dict(params or {})
         if any(not isinstance(k, str) for k in bound):
             raise ValidationError("cypher params must have string keys")
-        bound[USER_PARAM] = user_id
+        if f"${USER_PARAM}" in scoped:  # Kùzu refuses a parameter the query does not use
+            bound[USER_PARAM] = user_id
         self._catch_up()
         rows = self.graph.read_query(scoped, bound)
         return [r for r in rows if not _foreign(r, user_id)]
@@ -618,7 +635,9 @@ class Memory:
         _check_id(session_id, "session_id")
         _check_id(user_id, "user_id")
         msgs = self._validate_messages(messages)
-        self.records.add_session_messages(user_id, session_id, msgs)
+        now = self._now()  # a turn's time is when it was said, not when the session ends
+        self.records.add_session_messages(user_id, session_id,
+                                          [m if m.timestamp else replace(m, timestamp=now) for m in msgs])
 
     def get_messages(self, session_id: str, *, user_id: str = "default", limit: int | None = None) -> list[Message]:
         """A session's stored chat turns, oldest first (the last ``limit`` if given)."""
@@ -857,8 +876,11 @@ class Memory:
                 "embedder": {"name": self.embedder.name, "dimension": self.embedder.dimension},
                 "data_dir": str(self.data_dir)}
 
-    def _now(self) -> datetime:
+    def now(self) -> datetime:
+        """The memory's clock (timezone-aware UTC); adapters stamp turns with it."""
         return to_utc(self._clock(), "clock()")
+
+    _now = now
 
 
 def _foreign(row: Mapping[str, Any], user_id: str) -> bool:

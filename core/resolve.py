@@ -12,7 +12,8 @@ import re
 
 from .temporal import normalize_name
 
-__all__ = ["FIRST_PERSON", "entity_id", "input_aliases", "is_first_person"]
+__all__ = ["FIRST_PERSON", "canonical_predicate", "entity_id", "input_aliases", "is_first_person",
+           "mentions_first_person"]
 
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "i'm", "im"})
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
@@ -27,6 +28,11 @@ def entity_id(user_id: str, name: str) -> str:
 def is_first_person(name: str) -> bool:
     """Whether a subject or object is "I/me/my…" and must resolve to the speaker."""
     return normalize_name(name) in FIRST_PERSON
+
+
+def mentions_first_person(text: str) -> bool:
+    """Whether ``text`` speaks in the first person singular ("Where do I live?")."""
+    return any(w.casefold() in FIRST_PERSON or w.casefold().startswith(("i'", "i’")) for w in _WORD.findall(text))
 
 
 def input_aliases(text: str, *, max_words: int = 4, max_grams: int = 2000) -> list[str]:

@@ -18,7 +18,7 @@ _SKIPPED_TYPES = frozenset({"tool", "function"})
 
 def now_of(memory: Memory) -> datetime:
     """Now, by the memory's own clock, so stored turns and facts share one timeline."""
-    return memory._now()  # the façade has no public clock yet
+    return memory.now()
 
 
 def _role(message: BaseMessage) -> str | None:

@@ -22,14 +22,18 @@ def mentions_user(text: str) -> bool:
     return _USER_WORDS.search(text) is not None
 
 
-def _query(memory: Memory, text: str, speaker: str | None) -> str:
-    """The question as the speaker asked it ("Alice: where do I live?"), within the input limit.
+_THE_USER = re.compile(r"\b(?:the )?user\b", re.IGNORECASE)
 
-    Facts are stored with "I" resolved to the speaker, so naming the speaker lets the
-    graph match find their facts for a first-person question.
+
+def _query(memory: Memory, text: str, speaker: str | None) -> str:
+    """The question within the input limit, with "the user" (an agent's word) named.
+
+    "I/me/my" are resolved by the core (``get_context(speaker=...)``); an agent asking
+    a tool about "the user" means the same person, so the name is put in its place.
     """
-    prefix = f"{speaker}: " if speaker else ""
-    return prefix + text[: max(memory.config.max_message_chars - len(prefix), 0)]
+    if speaker:
+        text = _THE_USER.sub(speaker, text)
+    return text[: memory.config.max_message_chars]
 
 
 def facts_for(memory: Memory, text: str, *, user_id: str, speaker: str | None = None,
@@ -37,7 +41,7 @@ def facts_for(memory: Memory, text: str, *, user_id: str, speaker: str | None = 
     """``get_context`` for ``text``; an unknown user or an empty text gives no facts."""
     if not text.strip() or not memory.has_user(user_id):
         return []
-    return memory.get_context(_query(memory, text, speaker), user_id=user_id, limit=limit, as_of=as_of)
+    return memory.get_context(_query(memory, text, speaker), user_id=user_id, limit=limit, as_of=as_of, speaker=speaker)
 
 
 def context_block_for(memory: Memory, text: str, *, user_id: str, speaker: str | None = None,
@@ -45,4 +49,4 @@ def context_block_for(memory: Memory, text: str, *, user_id: str, speaker: str |
     """``context_block`` for ``text``; an unknown user or an empty text gives ``""``."""
     if not text.strip() or not memory.has_user(user_id):
         return ""
-    return memory.context_block(_query(memory, text, speaker), user_id=user_id, limit=limit)
+    return memory.context_block(_query(memory, text, speaker), user_id=user_id, limit=limit, speaker=speaker)

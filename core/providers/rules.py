@@ -44,6 +44,7 @@ CANONICAL_CONFIDENCE = 0.9
 HEDGED_CONFIDENCE = 0.7
 STATEMENT_CONFIDENCE = 0.6
 STATEMENT_MAX_CHARS = 500
+_QUESTION_MAX_WORDS = 8
 
 # --- words --------------------------------------------------------------------------
 
@@ -569,7 +570,15 @@ def is_informative(text: str) -> bool:
 
     """
     words = [w.lower().strip("'’") for w in _WORD_RE.findall(text) if w[0].isalnum()]
-    return len(words) >= 3 and any(w not in _FILLER_WORDS for w in words)
+    if len(words) < 3 or all(w in _FILLER_WORDS for w in words):
+        return False
+    return not _is_short_question(text, len(words))
+
+
+def _is_short_question(text: str, n_words: int) -> bool:
+    """A short message that only asks ("Where do I live now?") states nothing to remember."""
+    sentences = [s.strip() for s in split_sentences(text) if s.strip()]
+    return n_words <= _QUESTION_MAX_WORDS and bool(sentences) and all(s.endswith("?") for s in sentences)
 
 
 @dataclass(frozen=True)

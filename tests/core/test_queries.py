@@ -139,3 +139,17 @@ def test_cypher_refuses_writes_and_unscoped_patterns(mem, scripted, query):
     with pytest.raises(QueryError):
         mem.cypher(query, user_id="u")
     assert {e.name for e in mem.related_entities("Alice", user_id="u")} == {"Paris"}
+
+
+def test_first_person_questions_mean_the_speaker(make_memory):
+    memory = make_memory()
+    memory.conversation_end("s", [Message("I live in Lisbon.", name="Ana"), Message("I like surfing.", name="Bo")],
+                            user_id="u")
+    mine = [f.content for f in memory.get_context("Where do I live?", user_id="u", speaker="Ana")]
+    assert set(mine) == {"Ana lives in Lisbon.", "Ana: I live in Lisbon."}
+
+
+def test_first_person_defaults_to_the_unnamed_user(make_memory):
+    memory = make_memory()
+    memory.conversation_end("s", [Message("I live in Lisbon.")], user_id="u")
+    assert any(f.content == "User lives in Lisbon." for f in memory.get_context("Where do I live?", user_id="u"))
