@@ -11,10 +11,12 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import operator
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
@@ -113,7 +115,8 @@ class Memory:
         self.data_dir = root
         self._lock_file = DataDirLock(root / ".zep.lock")
         self._lock_file.acquire()
-        self._write_lock = threading.RLock()
+        self._write_lock = threading.RLock()  # SQLite writes that apply the update rules
+        self._index_lock = threading.RLock()  # one outbox drain at a time; writers don't wait for it
         self._closed = False
         self._stopping = threading.Event()
         self._index_wakeup = threading.Event()
@@ -136,6 +139,8 @@ class Memory:
             self._start_worker("zep-indexer", self._index_loop)
         if self.config.auto_refresh:
             self._start_auto_refresh()
+        if self._workers:  # a worker still in Kùzu or Chroma when the interpreter exits aborts the process
+            atexit.register(_close_at_exit, weakref.ref(self))
 
     @classmethod
     def open(cls, data_dir: str | Path = "./data", **options: Any) -> Memory:
@@ -286,11 +291,14 @@ class Memory:
             log.warning("extraction failed for episode %s: %s", episode.id, error)
             self.records.set_episode_status(episode.id, "pending", error=error)
             return IngestResult(episode_id=episode.id, status="pending", error=error)
+        proposals = self._proposals(episode, extraction, now)
+        contents = list(dict.fromkeys(f.content for f in proposals[0]))
+        vectors = dict(zip(contents, self.embedder.embed(contents))) if contents else {}
         with self._write_lock:
             self._check_open()
-            result = self._apply(episode, extraction, {f.id for f in known}, now)
-            if self.config.index_writes == "sync":
-                self._drain_outbox()
+            result = self._apply(episode, extraction, proposals, vectors, {f.id for f in known}, now)
+        if self.config.index_writes == "sync":
+            self._drain_outbox()
         self._index_wakeup.set()
         return result
 
@@ -305,10 +313,12 @@ class Memory:
             return message.name
         return self.config.default_speaker if message.role == "user" else message.role.capitalize()
 
-    def _apply(self, episode: Episode, extraction: Extraction, known_ids: set[str],
-               now: datetime) -> IngestResult:
+    def _apply(self, episode: Episode, extraction: Extraction,
+               proposed: tuple[list[Fact], dict[str, tuple[str, str, bool]], list[str]],
+               vectors: Mapping[str, np.ndarray], known_ids: set[str], now: datetime) -> IngestResult:
+        """Resolve entities, apply the update rules and commit, under the write lock."""
         user = episode.user_id
-        proposals, types, invalid = self._proposals(episode, extraction, now)
+        proposals, types, invalid = proposed
         names = {normalize_name(n) for f in proposals for n in (f.subject, f.object)}
         resolved = self.records.entity_ids_for_aliases(user, list(names))
 
@@ -320,7 +330,6 @@ class Memory:
         contradicted = {i for i in extraction.contradicted_fact_ids if i in known_ids}
         plan = plan_updates(current, proposals, single_valued=self.config.single_valued_predicates,
                             contradicted=contradicted, now=now)
-        vectors = self.embedder.embed([f.content for f in plan.added]) if plan.added else np.zeros((0, 1))
 
         new_entities: dict[str, Entity] = {}
         for f in plan.added:
@@ -338,9 +347,12 @@ class Memory:
         changed_at = iso(now)
 
         with self.records.transaction():
+            if self.records.episode_owner(episode.id) is None:  # forget_user() ran meanwhile: write nothing
+                raise NotFoundError(f"user {user!r} was forgotten while episode {episode.id!r} was being "
+                                    "processed; nothing was learned from it")
             self.records.insert_entities(zip(new_entities.values(), entity_vectors), changed_at)
             self.records.add_aliases(aliases)
-            self.records.write_facts(StoredFact(f, *entity_of[f.id], v) for f, v in zip(plan.added, vectors))
+            self.records.write_facts(StoredFact(f, *entity_of[f.id], vectors[f.content]) for f in plan.added)
             self.records.update_facts(plan.reinforced + plan.superseded)
             self.records.mark_entities_changed(user, touched, changed_at)
             self.records.set_episode_status(episode.id, "done", summary=extraction.summary,
@@ -396,9 +408,10 @@ class Memory:
     def _drain_outbox(self) -> int:
         """Apply pending index writes; safe to repeat (every write is idempotent)."""
         done = 0
-        with self._write_lock:
+        with self._index_lock:
+            target = self.records.last_outbox_seq()  # rows committed later wait for the next pass
             while True:
-                rows = self.records.pending_outbox()
+                rows = self.records.pending_outbox(up_to=target)
                 if not rows:
                     return done
                 forget = {u for _, op, u, _, _ in rows if op == "forget_user"}
@@ -800,7 +813,7 @@ class Memory:
         """
         self._check_open()
         counts = {"facts": 0, "entities": 0}
-        with self._write_lock:
+        with self._write_lock, self._index_lock:
             if reembed:
                 for table, ids_iter in (("facts", self.records.iter_fact_ids()),
                                         ("entities", self.records.iter_entity_ids())):
@@ -881,6 +894,13 @@ class Memory:
         return to_utc(self._clock(), "clock()")
 
     _now = now
+
+
+def _close_at_exit(ref: weakref.ref) -> None:
+    """Close a memory its owner left open, before the interpreter tears its threads down."""
+    memory = ref()
+    if memory is not None:
+        memory.close()
 
 
 def _foreign(row: Mapping[str, Any], user_id: str) -> bool:

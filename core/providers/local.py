@@ -29,6 +29,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models" / "all-MiniLM-L6-v2-int8"
+_INLINE_TEXTS = 4  # up to this many texts are embedded on the calling thread
 _REBUILD_HINT = "run `python scripts/build_embedding_model.py` to rebuild the model files"
 
 
@@ -103,6 +104,7 @@ class LocalEmbedder:
         self._session: Any = None
         self._input_names: frozenset[str] = frozenset()
         self._session_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
@@ -174,13 +176,19 @@ class LocalEmbedder:
                 out[i] = self._embed_one(encodings[i].ids, encodings[i].type_ids)
 
         workers = min(self.threads, len(texts))
-        if workers == 1:
+        if workers == 1 or len(texts) <= _INLINE_TEXTS:  # a thread hand-off costs more than it saves
             work(range(len(texts)))
         else:  # onnxruntime releases the GIL; strided rows balance long and short texts
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                for future in [pool.submit(work, range(w, len(texts), workers)) for w in range(workers)]:
-                    future.result()
+            pool = self._get_pool()
+            for future in [pool.submit(work, range(w, len(texts), workers)) for w in range(workers)]:
+                future.result()
         return out
+
+    def _get_pool(self) -> ThreadPoolExecutor:
+        with self._session_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="zep-embed")
+            return self._pool
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one text, remembering the last ``cache_size`` results.

@@ -152,11 +152,15 @@ class KuzuGraphIndex:
         return {r[0] for r in rows}
 
     def related(self, user_id: str, entity_id: str, *, hops: int = 2, limit: int = 10) -> list[str]:
-        """The spec's RelatedEntities: distinct entities 1..hops away, start excluded."""
+        """The spec's RelatedEntities: distinct entities 1..hops away, start excluded.
+
+        Nearest first, then by name, so the answer does not depend on storage order.
+        """
         rows = self._read(
             f"MATCH (e:Entity {{id: $id}})-[r:FACT*1..{int(hops)}]-(related:Entity) "
             "WHERE e.user_id = $u AND related.user_id = $u AND related.id <> e.id "
-            "RETURN DISTINCT related.id AS id LIMIT $limit",
+            "WITH related, min(length(r)) AS hops "
+            "RETURN related.id AS id ORDER BY hops, related.name, related.id LIMIT $limit",
             {"id": entity_id, "u": user_id, "limit": limit})
         return [r[0] for r in rows]
 
@@ -174,7 +178,10 @@ class KuzuGraphIndex:
         except RuntimeError as exc:
             raise QueryError(f"the Cypher query failed: {exc}") from exc
         finally:
-            conn.execute("ROLLBACK")
+            try:
+                conn.execute("ROLLBACK")
+            except RuntimeError:  # Kùzu already ended the transaction the query failed in
+                pass
         return rows
 
     def snapshot(self, user_id: str | None = None) -> tuple[set[str], dict[str, bool]]:

@@ -488,10 +488,16 @@ class RecordStore:
         self._many("INSERT INTO outbox(op, user_id, ref_id, payload) VALUES (?, ?, ?, ?)",
                    [(op, u, ref, json.dumps(p) if p is not None else None) for op, u, ref, p in rows])
 
-    def pending_outbox(self, limit: int = 5000) -> list[tuple[int, str, str, str | None, dict | None]]:
-        """Oldest pending index writes."""
-        rows = self._rows("SELECT seq, op, user_id, ref_id, payload FROM outbox ORDER BY seq LIMIT ?", [limit])
+    def pending_outbox(self, limit: int = 5000, *, up_to: int | None = None,
+                       ) -> list[tuple[int, str, str, str | None, dict | None]]:
+        """Oldest pending index writes, only those up to seq ``up_to`` if given."""
+        rows = self._rows("SELECT seq, op, user_id, ref_id, payload FROM outbox WHERE seq <= ? ORDER BY seq LIMIT ?",
+                          [2**62 if up_to is None else up_to, limit])
         return [(s, op, u, ref, json.loads(p) if p else None) for s, op, u, ref, p in rows]
+
+    def last_outbox_seq(self) -> int:
+        """The newest queued index write's seq (0 when none is queued)."""
+        return self._rows("SELECT COALESCE(max(seq), 0) FROM outbox")[0][0]
 
     def clear_outbox(self, up_to_seq: int) -> None:
         """Mark index writes done, up to and including ``up_to_seq``."""
