@@ -1,0 +1,127 @@
+"""What every benchmark shares: token estimates, percentiles, memory use, progress, results.
+
+Token counts are an estimate: words and punctuation marks (``\\w+|[^\\w\\s]``), which
+lands within ~10 % of GPT tokenizers on English chat text. ``tiktoken`` is installed in
+the venv but without its BPE files, and nothing may be downloaded at run time, so it is
+not used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "RESULTS_DIR",
+    "TOKEN_METHOD",
+    "Progress",
+    "dir_size",
+    "environment",
+    "load_average",
+    "percentiles",
+    "rss_mb",
+    "token_estimate",
+    "write_result",
+]
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+TOKEN_METHOD = r"regex estimate: one token per \w+ run or punctuation mark"
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+
+
+def token_estimate(text: str) -> int:
+    """Estimated LLM tokens in ``text`` (words plus punctuation marks)."""
+    return len(_TOKEN_RE.findall(text))
+
+
+def percentiles(values: Sequence[float], points: Iterable[int] = (50, 95, 99)) -> dict[str, float]:
+    """``{"p50": …, "p95": …}`` of ``values`` (NaN when empty), rounded to 0.01."""
+    arr = np.asarray(values, dtype=float)
+    return {f"p{p}": (round(float(np.percentile(arr, p)), 2) if arr.size else float("nan")) for p in points}
+
+
+def rss_mb() -> dict[str, float]:
+    """Resident memory of this process now and at its peak, in MiB (Linux ``/proc``)."""
+    out = {"rss_mb": float("nan"), "peak_rss_mb": float("nan")}
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                out["rss_mb"] = round(int(line.split()[1]) / 1024, 1)
+            elif line.startswith("VmHWM:"):
+                out["peak_rss_mb"] = round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return out
+
+
+def dir_size(path: Path) -> int:
+    """Bytes used by the files under ``path``."""
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
+
+
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages (other work on the machine skews timings)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def environment() -> dict[str, Any]:
+    """Where a result was measured: machine, Python and the key package versions."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for pkg in ("zep-memory", "chromadb", "kuzu", "onnxruntime", "numpy", "bm25s"):
+        try:
+            versions[pkg] = version(pkg)
+        except PackageNotFoundError:
+            versions[pkg] = None
+    return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+            "platform": platform.platform(), "packages": versions, "load_average": load_average(),
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+class Progress:
+    """Prints ``[bench name  12.3s] message`` lines to stderr; ``quiet`` silences them."""
+
+    def __init__(self, name: str, *, quiet: bool = False) -> None:
+        self.name = name
+        self.quiet = quiet
+        self.start = time.perf_counter()
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since this progress started."""
+        return time.perf_counter() - self.start
+
+    def __call__(self, message: str) -> None:
+        """Print one progress line."""
+        if not self.quiet:
+            print(f"[{self.name} {self.elapsed:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def write_result(name: str, data: dict[str, Any], out_dir: Path | None = None) -> Path:
+    """Write ``data`` (plus the environment) to ``<out_dir>/<name>.json`` and return the path."""
+    out_dir = Path(out_dir or RESULTS_DIR)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.json"
+    payload = {"benchmark": name, "environment": environment(), **data}
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    return path

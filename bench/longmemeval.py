@@ -1,0 +1,356 @@
+"""LongMemEval (oracle): turn-level recall of answer turns, and knowledge updates.
+
+Every question gets its own user id (its haystack sessions never mix with another
+question's). Each haystack session is one episode dated by ``haystack_dates``; each
+turn is a :class:`Message` with id ``{session_id}:{turn_idx}``, its role, and a
+timestamp one second after the previous turn. Assistant turns carry no name by
+default, as the adapters send them (``--assistant-name`` names them, which makes the
+offline extractor read them too).
+
+Recall: a question's evidence is its ``has_answer`` turns; covered at k when the top-k
+facts of ``get_context(question)`` cite all of them (also: share, any), per question
+type, beside BM25 and dense retrieval over the raw turns of the same haystack.
+
+Knowledge updates (``knowledge-update`` questions: an older session states a value, a
+newer one changes it). Heuristic, without an LLM:
+
+* *answer in context*: the ``context_block`` text holds the answer's key terms — the
+  answer's words of 3+ letters and its numbers, minus stop words and words already in
+  the question — at least half of them, and every number;
+* *newest cited* / *superseded cited*: some top-k fact cites a ``has_answer`` turn of the
+  newest evidence session / of an older one (the older value);
+* *newest only*: newest cited and superseded not cited — what a temporal memory should
+  hand the LLM; *newest first*: the first fact citing the newest turn ranks above any
+  citing an older one.
+
+Run: ``python -m bench.longmemeval --data PATH [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from .baselines import BM25Turns, DenseTurns, Hit, RawTurn
+from .common import TOKEN_METHOD, Progress, load_average, percentiles, write_result
+from .locomo import Variant, _settings, variant
+from .recall import Tally
+
+__all__ = ["Item", "answer_terms", "load", "run"]
+
+KS = (5, 10)
+ALL = "all"
+QUICK_PER_TYPE = 8
+_STOP = frozenset(
+    """the and for are was were you your yours with that this from have has had not but they them their
+    what when where which who how why can could would should will just also into about over than then
+    there here its it's been being very more most some any each other only same such too now new old
+    currently current previously before after used use using one two does did done doing get got""".split())
+_WORD = re.compile(r"[a-z0-9][a-z0-9'.,$%-]*[a-z0-9%]|[a-z0-9]")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One haystack turn."""
+
+    id: str
+    role: str
+    content: str
+    timestamp: datetime
+    has_answer: bool
+    session: str
+
+
+@dataclass
+class Item:
+    """One LongMemEval question with its haystack."""
+
+    id: str
+    type: str
+    question: str
+    answer: str
+    sessions: list[tuple[str, datetime, list[Turn]]]
+
+    @property
+    def turns(self) -> list[Turn]:
+        """Every turn, in order."""
+        return [t for _, _, turns in self.sessions for t in turns]
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        """Ids of the ``has_answer`` turns."""
+        return tuple(t.id for t in self.turns if t.has_answer)
+
+
+def parse_date(text: str) -> datetime:
+    """Read ``"2023/05/20 (Sat) 12:36"`` as a UTC datetime."""
+    clean = re.sub(r"\s*\([A-Za-z]+\)\s*", " ", text).strip()
+    return datetime.strptime(clean, "%Y/%m/%d %H:%M").replace(tzinfo=timezone.utc)
+
+
+def load(path: str | Path, *, per_type: int | None = None) -> list[Item]:
+    """Read the questions (the first ``per_type`` of each type if given)."""
+    data = json.loads(Path(path).read_text())
+    taken: dict[str, int] = defaultdict(int)
+    out = []
+    for q in data:
+        if per_type is not None and taken[q["question_type"]] >= per_type:
+            continue
+        sessions = []
+        for sid, date, raw in zip(q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"]):
+            when = parse_date(date)
+            turns = [Turn(f"{sid}:{i}", t["role"], t["content"], when + timedelta(seconds=i),
+                          bool(t.get("has_answer")), sid)
+                     for i, t in enumerate(raw) if str(t.get("content", "")).strip()]
+            if turns:
+                sessions.append((sid, when, turns))
+        sessions.sort(key=lambda s: s[1])
+        out.append(Item(q["question_id"], q["question_type"], q["question"], str(q["answer"]), sessions))
+        taken[q["question_type"]] += 1
+    return out
+
+
+def answer_terms(answer: str, question: str) -> tuple[set[str], set[str]]:
+    """Key words and numbers of ``answer`` that the question does not already contain."""
+    asked = set(_WORD.findall(question.lower()))
+    words = {w.strip(".,") for w in _WORD.findall(answer.lower())}
+    words = {w for w in words if w and w not in _STOP and w not in asked and (len(w) >= 3 or w.isdigit())}
+    numbers = {w for w in words if any(ch.isdigit() for ch in w)}
+    return words, numbers
+
+
+def answer_in_text(answer: str, question: str, text: str) -> bool | None:
+    """The heuristic *answer in context*; None when the answer has no usable key term."""
+    words, numbers = answer_terms(answer, question)
+    if not words:
+        return None
+    found = set(_WORD.findall(text.lower())) | {w.strip(".,") for w in _WORD.findall(text.lower())}
+    if not numbers <= found:
+        return False
+    return len(words & found) >= max(1, len(words) / 2)
+
+
+def ingest(memory: Any, item: Item, assistant_name: str | None) -> int:
+    """Send the question's sessions through ``conversation_end``; returns facts added."""
+    from zep_core import Message
+
+    added = 0
+    for sid, _, turns in item.sessions:
+        msgs = [Message(content=t.content, role=t.role, id=t.id, timestamp=t.timestamp,
+                        name=assistant_name if t.role == "assistant" else None) for t in turns]
+        result = memory.conversation_end(sid, msgs, user_id=item.id, episode_id=f"{item.id}:{sid}")
+        if result.status != "done":
+            raise RuntimeError(f"{item.id} {sid}: ingest ended {result.status}: {result.error}")
+        added += len(result.added)
+    return added
+
+
+def _knowledge_update(item: Item, facts: Sequence[Any], k: int) -> dict[str, Any]:
+    from zep_core.retrieval import render_context_block
+
+    evidence_sessions = [sid for sid, _, turns in item.sessions if any(t.has_answer for t in turns)]
+    newest = evidence_sessions[-1] if evidence_sessions else None
+    new_ids = {t.id for t in item.turns if t.has_answer and t.session == newest}
+    old_ids = {t.id for t in item.turns if t.has_answer and t.session != newest}
+    rank_new = next((i for i, f in enumerate(facts[:k]) if new_ids & set(f.source_message_ids)), None)
+    rank_old = next((i for i, f in enumerate(facts[:k]) if old_ids & set(f.source_message_ids)), None)
+    block = render_context_block(facts[:k])
+    return {"id": item.id, "answer_in_context": answer_in_text(item.answer, item.question, block),
+            "has_older_value": bool(old_ids), "newest_cited": rank_new is not None,
+            "superseded_cited": rank_old is not None,
+            "newest_only": rank_new is not None and rank_old is None,
+            "newest_first": rank_new is not None and (rank_old is None or rank_new < rank_old)}
+
+
+def _ku_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def rate(key: str, subset: list[dict[str, Any]]) -> float | None:
+        vals = [r[key] for r in subset if r[key] is not None]
+        return round(sum(vals) / len(vals), 3) if vals else None
+
+    two = [r for r in rows if r["has_older_value"]]
+    return {"n": len(rows), "n_with_older_value": len(two),
+            "answer_in_context": rate("answer_in_context", rows),
+            "answer_scored": sum(r["answer_in_context"] is not None for r in rows),
+            "newest_cited": rate("newest_cited", rows), "superseded_cited": rate("superseded_cited", two),
+            "newest_only": rate("newest_only", two), "newest_first": rate("newest_first", two)}
+
+
+def _ku_baseline(item: Item, hits: Sequence[Hit], k: int) -> dict[str, Any]:
+    """The same knowledge-update check on a raw-turn ranking (text = the turns themselves)."""
+    facts = [_HitFact(h) for h in hits]
+    row = _knowledge_update_core(item, facts, k)
+    row["answer_in_context"] = answer_in_text(item.answer, item.question, "\n".join(h.text for h in hits[:k]))
+    return row
+
+
+@dataclass(frozen=True)
+class _HitFact:
+    hit: Hit
+
+    @property
+    def source_message_ids(self) -> tuple[str, ...]:
+        return self.hit.source_ids
+
+
+def _knowledge_update_core(item: Item, facts: Sequence[Any], k: int) -> dict[str, Any]:
+    evidence_sessions = [sid for sid, _, turns in item.sessions if any(t.has_answer for t in turns)]
+    newest = evidence_sessions[-1] if evidence_sessions else None
+    new_ids = {t.id for t in item.turns if t.has_answer and t.session == newest}
+    old_ids = {t.id for t in item.turns if t.has_answer and t.session != newest}
+    rank_new = next((i for i, f in enumerate(facts[:k]) if new_ids & set(f.source_message_ids)), None)
+    rank_old = next((i for i, f in enumerate(facts[:k]) if old_ids & set(f.source_message_ids)), None)
+    return {"id": item.id, "answer_in_context": None, "has_older_value": bool(old_ids),
+            "newest_cited": rank_new is not None, "superseded_cited": rank_old is not None,
+            "newest_only": rank_new is not None and rank_old is None,
+            "newest_first": rank_new is not None and (rank_old is None or rank_new < rank_old)}
+
+
+#: zep-memory settings evaluated here (a subset of the LoCoMo grid).
+LME_VARIANTS: tuple[Variant, ...] = (
+    Variant("defaults"), variant(0.6, 0.7, 0.3, 2), variant(0.45, 0.7, 0.3, 2), variant(0.3, 0.7, 0.3, 2),
+    variant(0.2, 0.7, 0.3, 2), variant(0.0, 0.7, 0.3, 2), variant(0.3, 1.0, 0.0, 2), variant(0.2, 1.0, 0.0, 2),
+    variant(0.0, 1.0, 0.0, 2), variant(0.3, 0.9, 0.1, 2), variant(0.2, 0.9, 0.1, 2), variant(0.0, 0.9, 0.1, 2),
+)
+
+
+def _evaluate_zep(memory: Any, items: Sequence[Item], v: Variant) -> dict[str, Any]:
+    tally = Tally(KS)
+    latency: list[float] = []
+    ku: list[dict[str, Any]] = []
+    for it in items:
+        s = time.perf_counter()
+        facts = memory.get_context(it.question, user_id=it.id, limit=max(KS), threshold=v.threshold,
+                                   require_both=v.require_both)
+        latency.append((time.perf_counter() - s) * 1000)
+        tally.add([it.type, ALL], [Hit(tuple(f.source_message_ids), f.content) for f in facts], it.evidence)
+        if it.type == "knowledge-update":
+            ku.append(_knowledge_update(it, facts, max(KS)))
+    return {"recall": tally.table(), "latency_ms": percentiles(latency, (50, 95)),
+            "knowledge_update": _ku_summary(ku), "knowledge_update_rows": ku}
+
+
+def _evaluate_baselines(items: Sequence[Item], embedder: Any) -> dict[str, Any]:
+    tallies = {"bm25-turns": Tally(KS), "dense-turns": Tally(KS)}
+    ku: dict[str, list[dict[str, Any]]] = {name: [] for name in tallies}
+    for it in items:
+        raw = [RawTurn(t.id, f"{t.role}: {t.content}") for t in it.turns]
+        for name, index in (("bm25-turns", BM25Turns(raw)), ("dense-turns", DenseTurns(raw, embedder))):
+            hits = index.search(it.question, max(KS))
+            tallies[name].add([it.type, ALL], hits, it.evidence)
+            if it.type == "knowledge-update":
+                ku[name].append(_ku_baseline(it, hits, max(KS)))
+    return {name: {"recall": t.table(), "knowledge_update": _ku_summary(ku[name])} for name, t in tallies.items()}
+
+
+def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
+        assistant_names: Sequence[str | None] | None = None, variants: Sequence[Variant] = LME_VARIANTS,
+        data_dir: str | Path | None = None, progress: Progress | None = None,
+        out_dir: Path | None = None, save: bool = True) -> dict[str, Any]:
+    """Run the LongMemEval benchmark and return (and write) its results.
+
+    Args:
+        path: ``longmemeval_oracle_dev.json``.
+        quick: the first few questions of each type, assistant turns unnamed only.
+        per_type: questions per type (overrides ``quick``).
+        assistant_names: one ingest per entry: None leaves assistant turns unnamed (as the
+            adapters send them); a name makes the offline extractor read them too.
+            Default: ``(None,)`` quick, ``(None, "Assistant")`` full.
+        variants: zep-memory scoring variants, evaluated on the same data.
+        data_dir: where the memories are built (default: a temporary folder, removed after).
+        progress: progress printer.
+        out_dir: results folder (default ``bench/results``).
+        save: write ``longmemeval.json``.
+    """
+    from zep_core import Memory, MemoryConfig
+    from zep_core.providers.local import LocalEmbedder
+
+    progress = progress or Progress("longmemeval")
+    load_at_start = load_average()
+    if assistant_names is None:
+        assistant_names = (None,) if quick else (None, "Assistant")
+    items = load(path, per_type=per_type if per_type is not None else (QUICK_PER_TYPE if quick else None))
+    scored = [it for it in items if it.evidence]
+    progress(f"{len(items)} questions ({len(scored)} with answer turns), {sum(len(i.turns) for i in items)} turns")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-lme-")) if data_dir is None else None
+    root = Path(data_dir) if data_dir else tmp / "data"
+    embedder = LocalEmbedder()
+    systems: dict[str, Any] = dict(_evaluate_baselines(scored, embedder))
+    progress("baselines: " + ", ".join(f"{n} all@10 {s['recall']['k10'][ALL]['all']}" for n, s in systems.items()))
+    ingests = {}
+    try:
+        for name in assistant_names:
+            label = "zep" if name is None else f"zep[assistant named {name!r}]"
+            base = MemoryConfig(data_dir=root / ("unnamed" if name is None else "named"), embedder=embedder)
+            with Memory(base) as memory:
+                t0 = time.perf_counter()
+                facts_added = sum(ingest(memory, it, name) for it in items)
+                memory.flush()
+                secs = time.perf_counter() - t0
+            ingests[label] = {"sessions": sum(len(i.sessions) for i in items),
+                              "turns": sum(len(i.turns) for i in items), "facts": facts_added,
+                              "seconds": round(secs, 1)}
+            progress(f"{label}: ingested {ingests[label]['sessions']} sessions, {facts_added} facts in {secs:.1f}s")
+            by_config: dict[tuple, list[Variant]] = {}
+            for v in variants:
+                by_config.setdefault(v.config, []).append(v)
+            for changes, group in by_config.items():
+                with Memory(base.with_(**dict(changes))) as memory:
+                    for v in group:
+                        res = _evaluate_zep(memory, scored, v)
+                        res["settings"] = _settings(memory.config, v)
+                        systems[f"{label}: {v.name}"] = res
+                        progress(f"{label}: {v.name}: all@10 {res['recall']['k10'][ALL]['all']}")
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    result = {
+        "dataset": str(path), "mode": "quick" if quick else "full", "questions": len(items),
+        "scored_questions": len(scored), "token_method": TOKEN_METHOD, "ingest": ingests,
+        "systems": systems, "load_average_at_start": load_at_start, "seconds": round(progress.elapsed, 1),
+    }
+    if save:
+        result["path"] = str(write_result("longmemeval", result, out_dir))
+    return result
+
+
+def format_table(result: dict[str, Any], k: int = 10) -> str:
+    """A plain-text table of all-evidence recall@k per question type."""
+    types = sorted({g for s in result["systems"].values() for g in s["recall"][f"k{k}"]} - {ALL}) + [ALL]
+    lines = [f"all-evidence recall@{k}", f"{'system':<44}" + "".join(f"{t[-9:]:>10}" for t in types)]
+    for name, s in result["systems"].items():
+        row = s["recall"][f"k{k}"]
+        lines.append(f"{name[:44]:<44}" + "".join(f"{row[t]['all']:>10.3f}" for t in types))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Command line: ``python -m bench.longmemeval --data PATH [--quick]``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="/work/shared/data/longmemeval/longmemeval_oracle_dev.json")
+    parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_PER_TYPE} questions of each type")
+    parser.add_argument("--per-type", type=int)
+    parser.add_argument("--assistant-name", action="append",
+                        help="also ingest with assistant turns named so (the offline extractor then reads them)")
+    parser.add_argument("--out", type=Path, help="results folder (default: bench/results)")
+    args = parser.parse_args(argv)
+    names = [None] + list(args.assistant_name) if args.assistant_name else None
+    result = run(args.data, quick=args.quick, per_type=args.per_type, assistant_names=names, out_dir=args.out)
+    print(format_table(result, 10))
+    print(format_table(result, 5))
+    for name, s in result["systems"].items():
+        print(f"knowledge updates {name}:", json.dumps(s["knowledge_update"]))
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,309 @@
+"""Speed and size at 1k, 10k and 100k facts, with a bare Chroma query as the floor.
+
+Synthetic users (:mod:`bench.synth`, seeded) talk in short first-person episodes. One
+data folder grows through the sizes; at each size we measure:
+
+* **ingest** of a sample of short episodes (1–3 user sentences and an assistant reply,
+  users interleaved as in a live service): episodes/s and facts/s until they are in
+  all three stores (``conversation_end`` plus the final ``flush``). Between sizes the
+  folder is **bulk-loaded** through the same ``conversation_end``, with the episodes of
+  each user batched 25 to a call: that number is reported apart (facts/s) and is not
+  the ingest figure;
+* ``get_context`` latency p50/p95/p99 over distinct query texts (the query embedding
+  included: the embedder's cache misses), and again with the same texts (cache hits);
+* the **floor**: the same per-user Chroma collection queried directly with the
+  precomputed vector for the same k, and the embedding time on its own; the ratio of
+  ours to floor + embedding;
+* RSS of the process and disk used per fact.
+
+Run: ``python -m bench.scale [--quick] [--sizes 1000 10000 100000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from .common import Progress, dir_size, load_average, percentiles, rss_mb, write_result
+from .synth import SynthUser, episodes, make_users, queries
+
+__all__ = ["FULL_SIZES", "QUICK_SIZES", "run"]
+
+FULL_SIZES = (1_000, 10_000, 100_000)
+QUICK_SIZES = (1_000, 10_000)
+BULK_EPISODES_PER_CALL = 25
+
+
+class _Loader:
+    """Feeds synthetic episodes into a memory, one by one or batched per user."""
+
+    def __init__(self, memory: Any, users: list[SynthUser], seed: int) -> None:
+        self.memory = memory
+        self.users = users
+        self.stream: Iterator[tuple[SynthUser, str, list[dict]]] = episodes(users, seed)
+        self.facts = 0
+        self.episodes = 0
+        self.calls = 0
+
+    def short(self, n: int) -> dict[str, float]:
+        """Ingest ``n`` short episodes one call each; timed until the indexes have them."""
+        start, facts0 = time.perf_counter(), self.facts
+        for user, session, msgs in itertools.islice(self.stream, n):
+            self._send(user, session, msgs)
+        handler = time.perf_counter() - start
+        self.memory.flush()
+        total = time.perf_counter() - start
+        added = self.facts - facts0
+        return {"episodes": n, "facts": added, "seconds": round(total, 2),
+                "episodes_per_s": round(n / total, 1), "facts_per_s": round(added / total, 1),
+                "handler_episodes_per_s": round(n / handler, 1)}
+
+    def bulk(self, until_facts: int) -> dict[str, float]:
+        """Ingest until about ``until_facts`` facts, each user's episodes batched into one call.
+
+        Rounds draw ``b`` episodes per user (``b`` <= 25, sized to what is left), so the
+        last round overshoots by at most one episode per user.
+        """
+        start, facts0, eps0 = time.perf_counter(), self.facts, self.episodes
+        by_id = {u.id: u for u in self.users}
+        while self.facts < until_facts:
+            per_episode = self.facts / self.episodes if self.episodes else 2.3
+            left = (until_facts - self.facts) / (per_episode * len(self.users))
+            b = max(1, min(BULK_EPISODES_PER_CALL, int(left)))
+            pending: dict[str, list[dict]] = defaultdict(list)
+            counts: dict[str, int] = defaultdict(int)
+            for user, _, msgs in itertools.islice(self.stream, b * len(self.users)):
+                pending[user.id] += msgs
+                counts[user.id] += 1
+            for uid, msgs in pending.items():
+                self._send(by_id[uid], f"bulk-{self.calls}", msgs, episodes=counts[uid])
+        self.memory.flush()
+        secs = time.perf_counter() - start
+        added = self.facts - facts0
+        return {"episodes": self.episodes - eps0, "facts": added, "seconds": round(secs, 1),
+                "facts_per_s": round(added / secs, 1) if secs else None,
+                "episodes_per_call": BULK_EPISODES_PER_CALL}
+
+    def _send(self, user: SynthUser, session: str, msgs: list[dict], episodes: int = 1) -> None:
+        result = self.memory.conversation_end(session, msgs, user_id=user.id)
+        if result.status != "done":
+            raise RuntimeError(f"ingest ended {result.status}: {result.error}")
+        self.facts += len(result.added)
+        self.episodes += episodes
+        self.calls += 1
+
+
+def _time_queries(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> list[float]:
+    times = []
+    for user, text in pairs:
+        t0 = time.perf_counter()
+        memory.get_context(text, user_id=user.id, speaker=user.name)
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+def _interleaved(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> dict[str, list[float]]:
+    """Per query, back to back: ours (cache miss), the embedding alone, the bare Chroma query, ours again (hit).
+
+    Interleaving puts ours and the floor under the same machine load.
+    """
+    from zep_core.stores.vectors import collection_name
+
+    embedder = memory.embedder
+    k = max(memory.config.semantic_candidates, memory.config.context_limit)
+    namespace = getattr(memory.vectors, "namespace", None)
+    cols: dict[str, Any] = {}
+    out: dict[str, list[float]] = {"ours": [], "cached": [], "embed": [], "chroma": []}
+    for user, text in pairs:
+        t0 = time.perf_counter()
+        memory.get_context(text, user_id=user.id, speaker=user.name)
+        t1 = time.perf_counter()
+        vec = embedder.embed([text])[0]
+        t2 = time.perf_counter()
+        name = collection_name(user.id, "current", namespace) if namespace else collection_name(user.id, "current")
+        col = cols.get(name) or cols.setdefault(name, memory.vectors.client.get_collection(name,
+                                                                                           embedding_function=None))
+        t3 = time.perf_counter()
+        col.query(query_embeddings=vec[None, :], n_results=k, include=["distances"])
+        t4 = time.perf_counter()
+        memory.get_context(text, user_id=user.id, speaker=user.name)
+        t5 = time.perf_counter()
+        for key, secs in (("ours", t1 - t0), ("embed", t2 - t1), ("chroma", t4 - t3), ("cached", t5 - t4)):
+            out[key].append(secs * 1000)
+    return out
+
+
+def _profile(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> str:
+    """pyinstrument text profile of ``get_context`` over ``pairs`` (library frames folded)."""
+    from pyinstrument import Profiler
+
+    profiler = Profiler(interval=0.0005)
+    profiler.start()
+    _time_queries(memory, pairs)
+    profiler.stop()
+    return profiler.output_text(unicode=False, color=False, show_all=False)
+
+
+def _profile_ingest(memory: Any, users: list[SynthUser], seed: int, n: int = 100) -> dict[str, Any]:
+    """pyinstrument profile of ``n`` short episodes into ``memory`` (open it with ``index_writes="sync"``).
+
+    Synchronous index writes put the Chroma and Kùzu work on the profiled thread (the
+    background indexer's thread is invisible to the profiler).
+    """
+    from pyinstrument import Profiler
+
+    loader = _Loader(memory, users, seed)
+    profiler = Profiler(interval=0.001)
+    profiler.start()
+    stats = loader.short(n)
+    profiler.stop()
+    return {"episodes_per_s_sync": stats["episodes_per_s"], "facts": memory.records.count_facts(),
+            "text": profiler.output_text(unicode=False, color=False, show_all=False)}
+
+
+def measure(memory: Any, loader: _Loader, users: list[SynthUser], n_queries: int, seed: int,
+            data_dir: Path) -> dict[str, Any]:
+    """Latency, floor, RSS and disk at the current size."""
+    memory.flush()
+    warm = queries(users, 20, seed + 1000)
+    _time_queries(memory, warm)
+    pairs = queries(users, n_queries, seed)
+    memory.embedder.cache_clear()
+    times = _interleaved(memory, pairs)
+    ours, cached, embed_ms, chroma_ms = times["ours"], times["cached"], times["embed"], times["chroma"]
+    counts = memory.records.count_facts()
+    facts = counts["current"] + counts["superseded"]
+    disk = dir_size(data_dir)
+    p_ours, p_chroma, p_embed = percentiles(ours), percentiles(chroma_ms), percentiles(embed_ms)
+    floor = {p: round(p_chroma[p] + p_embed[p], 2) for p in p_ours}
+    return {
+        "facts": facts, "current_facts": counts["current"], "superseded_facts": counts["superseded"],
+        "users": len(users), "queries": len(pairs),
+        "get_context_ms": p_ours, "get_context_cached_ms": percentiles(cached),
+        "chroma_query_ms": p_chroma, "embed_query_ms": p_embed, "floor_ms": floor,
+        "ratio_to_floor": {p: round(p_ours[p] / floor[p], 2) for p in p_ours},
+        "ratio_to_chroma": {p: round(p_ours[p] / p_chroma[p], 2) for p in p_ours},
+        **rss_mb(), "disk_mb": round(disk / 2**20, 1), "disk_bytes_per_fact": round(disk / max(facts, 1)),
+    }
+
+
+def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int = 100, seed: int = 7,
+        sample_episodes: int | None = None, n_queries: int | None = None, data_dir: str | Path | None = None,
+        profile: bool = True, progress: Progress | None = None, out_dir: Path | None = None,
+        save: bool = True) -> dict[str, Any]:
+    """Run the scale benchmark and return (and write) its results.
+
+    Args:
+        quick: sizes 1k and 10k, fewer samples and queries.
+        sizes: fact counts to measure at (ascending).
+        users: synthetic users (the facts are spread over them).
+        seed: the data and the queries are drawn from it.
+        sample_episodes: short episodes timed one by one at each size.
+        n_queries: distinct queries timed at each size.
+        data_dir: where the memory grows (default: a temporary folder, removed after).
+        profile: keep a pyinstrument profile of ``get_context`` at the largest size.
+        progress: progress printer.
+        out_dir: results folder (default ``bench/results``).
+        save: write ``scale.json``.
+    """
+    from zep_core import Memory, MemoryConfig
+    from zep_core.providers.local import LocalEmbedder
+
+    progress = progress or Progress("scale")
+    load_at_start = load_average()
+    sizes = sorted(sizes or (QUICK_SIZES if quick else FULL_SIZES))
+    sample_episodes = sample_episodes or (100 if quick else 200)
+    n_queries = n_queries or (100 if quick else 300)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-scale-")) if data_dir is None else None
+    root = Path(data_dir) if data_dir else tmp / "data"
+    people = make_users(users, seed)
+    rows: list[dict[str, Any]] = []
+    profile_text = ""
+    ingest_profile: dict[str, Any] = {}
+    try:
+        embedder = LocalEmbedder()
+        embedder.embed(["warm up the model"])
+        with Memory(MemoryConfig(data_dir=root, embedder=embedder)) as memory:
+            loader = _Loader(memory, people, seed)
+            for size in sizes:
+                bulk = None
+                per_episode = loader.facts / loader.episodes if loader.episodes else 2.3
+                sample_facts = int(sample_episodes * per_episode)
+                if loader.facts + sample_facts < size * 0.9:
+                    bulk = loader.bulk(size - sample_facts)
+                    progress(f"bulk-loaded {bulk['facts']} facts at {bulk['facts_per_s']} facts/s")
+                sample = loader.short(sample_episodes)
+                while loader.facts < size:  # top up with short episodes, also timed
+                    more = loader.short(min(sample_episodes, 50))
+                    sample = _merge_samples(sample, more)
+                progress(f"{loader.facts} facts: short episodes {sample['episodes_per_s']} eps/s "
+                         f"({sample['facts_per_s']} facts/s)")
+                row = measure(memory, loader, people, n_queries, seed + size, root)
+                row.update(target_size=size, ingest=sample, bulk=bulk)
+                rows.append(row)
+                progress(f"{row['facts']} facts: get_context p50/p95/p99 {row['get_context_ms']} ms, "
+                         f"chroma {row['chroma_query_ms']} ms, embed {row['embed_query_ms']} ms")
+            if profile:
+                profile_text = _profile(memory, queries(people, min(n_queries, 200), seed + 99))
+        if profile:  # the same folder at its largest size, index writes on the calling thread
+            with Memory(MemoryConfig(data_dir=root, embedder=embedder, index_writes="sync")) as memory:
+                ingest_profile = _profile_ingest(memory, people, seed + 5)
+            progress(f"ingest profile at {rows[-1]['facts']} facts (sync index writes): "
+                     f"{ingest_profile['episodes_per_s_sync']} eps/s")
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    result = {"mode": "quick" if quick else "full", "sizes": rows, "users": users, "seed": seed,
+              "sample_episodes": sample_episodes, "profile_get_context": profile_text,
+              "profile_ingest": ingest_profile, "load_average_at_start": load_at_start,
+              "seconds": round(progress.elapsed, 1)}
+    if save:
+        result["path"] = str(write_result("scale", result, out_dir))
+    return result
+
+
+def _merge_samples(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    eps, facts, secs = a["episodes"] + b["episodes"], a["facts"] + b["facts"], a["seconds"] + b["seconds"]
+    handler_secs = a["episodes"] / a["handler_episodes_per_s"] + b["episodes"] / b["handler_episodes_per_s"]
+    return {"episodes": eps, "facts": facts, "seconds": round(secs, 2), "episodes_per_s": round(eps / secs, 1),
+            "facts_per_s": round(facts / secs, 1), "handler_episodes_per_s": round(eps / handler_secs, 1)}
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """A plain-text table of the sizes, for the console."""
+    lines = [f"{'facts':>8} {'eps/s':>6} {'p50':>7} {'p95':>7} {'p99':>7} {'cached95':>8} {'chroma95':>8} "
+             f"{'embed95':>7} {'x floor95':>9} {'RSS MB':>7} {'B/fact':>7}"]
+    for r in result["sizes"]:
+        lines.append(f"{r['facts']:>8} {r['ingest']['episodes_per_s']:>6} {r['get_context_ms']['p50']:>7} "
+                     f"{r['get_context_ms']['p95']:>7} {r['get_context_ms']['p99']:>7} "
+                     f"{r['get_context_cached_ms']['p95']:>8} {r['chroma_query_ms']['p95']:>8} "
+                     f"{r['embed_query_ms']['p95']:>7} {r['ratio_to_floor']['p95']:>9} {r['rss_mb']:>7} "
+                     f"{r['disk_bytes_per_fact']:>7}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Command line: ``python -m bench.scale [--quick] [--sizes …]``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="sizes 1k and 10k")
+    parser.add_argument("--sizes", nargs="*", type=int)
+    parser.add_argument("--users", type=int, default=100)
+    parser.add_argument("--data-dir", help="keep the built memory here")
+    parser.add_argument("--out", type=Path, help="results folder (default: bench/results)")
+    args = parser.parse_args(argv)
+    result = run(quick=args.quick, sizes=args.sizes, users=args.users, data_dir=args.data_dir, out_dir=args.out)
+    print(format_table(result))
+    if result["profile_get_context"]:
+        print("\n".join(result["profile_get_context"].splitlines()[:40]))
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Smoke tests of the benchmark harness (bench/): the metric and one tiny LoCoMo run.
+
+The benchmarks themselves are not tests; these only check that the harness counts
+right and runs end to end in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.baselines import Hit
+from bench.locomo import Variant, load, normalise_evidence, run
+from bench.recall import coverage
+
+LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
+
+
+def _mini_locomo(path: Path) -> Path:
+    """A two-session conversation in LoCoMo's format, with one malformed evidence string."""
+    turns1 = [
+        {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a greyhound called Comet last week."},
+        {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely! I have been learning the cello since spring."},
+        {"speaker": "Ana", "dia_id": "D1:3", "text": "My sister Rita lives in Porto and teaches chemistry."},
+    ]
+    turns2 = [
+        {"speaker": "Ben", "dia_id": "D2:1", "text": "I played my first cello recital at the town hall."},
+        {"speaker": "Ana", "dia_id": "D2:2", "text": "Comet ran on the beach in Porto when we visited Rita."},
+    ]
+    data = [{
+        "sample_id": "mini-1",
+        "conversation": {"speaker_a": "Ana", "speaker_b": "Ben",
+                         "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns1,
+                         "session_2_date_time": "10:04 am on 2 June, 2023", "session_2": turns2,
+                         "session_3_date_time": "9:00 am on 1 July, 2023"},
+        "qa": [
+            {"question": "What is the name of Ana's greyhound?", "answer": "Comet", "evidence": ["D1:1"],
+             "category": 4},
+            {"question": "Which instrument does Ben play at recitals?", "answer": "cello",
+             "evidence": ["D1:2; D2:1"], "category": 1},
+            {"question": "Where does Ana's sister live?", "answer": "Porto", "evidence": ["D:1:3"], "category": 4},
+            {"question": "What did Ben say about his dog?", "evidence": ["D9:9"], "category": 5},
+        ],
+    }]
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_coverage_counts_all_share_and_any():
+    hits = [Hit(("D1:1",), "a"), Hit(("D2:5", "D2:6"), "b"), Hit(("D3:1",), "c")]
+    assert coverage(hits, ["D1:1", "D2:6"], 2) == (1.0, 1.0, 1.0)
+    assert coverage(hits, ["D1:1", "D3:1"], 2) == (0.0, 0.5, 1.0)
+    assert coverage(hits, ["D9:9"], 3) == (0.0, 0.0, 0.0)
+
+
+def test_malformed_evidence_is_split_repaired_or_dropped():
+    known = {"D8:6", "D9:17", "D11:26"}
+    assert normalise_evidence(["D8:6; D9:17"], known) == (("D8:6", "D9:17"), 0)
+    assert normalise_evidence(["D:11:26", "D", "D1:1"], known) == (("D11:26",), 2)
+
+
+def test_loader_reads_dates_ids_and_drops_unanswerable_questions(tmp_path):
+    (conv,) = load(_mini_locomo(tmp_path / "mini.json"))
+    assert [key for key, _ in conv.sessions] == ["session_1", "session_2"]
+    first = conv.sessions[0][1]
+    assert first[0].timestamp.isoformat() == "2023-05-08T13:56:00+00:00"
+    assert first[1].timestamp.isoformat() == "2023-05-08T13:56:01+00:00"
+    assert [q.evidence for q in conv.questions] == [("D1:1",), ("D1:2", "D2:1"), ("D1:3",)]
+    assert conv.dropped_questions == 1
+
+
+def test_tiny_locomo_run_reports_every_system_and_category(tmp_path, embedder):
+    result = run(_mini_locomo(tmp_path / "mini.json"), variants=(Variant("defaults"),), embedder=embedder,
+                 data_dir=tmp_path / "data", out_dir=tmp_path / "results")
+    assert set(result["systems"]) >= {"bm25-turns", "dense-turns", "zep: defaults"}
+    zep = result["systems"]["zep: defaults"]["recall"]
+    assert zep["k10"]["1-4"]["n"] == 3
+    assert zep["k10"]["4"]["any"] == 1.0  # the two single-hop questions find their turn
+    for system in result["systems"].values():
+        for row in system["recall"]["k5"].values():
+            assert 0.0 <= row["all"] <= row["frac"] <= row["any"] <= 1.0
+    assert json.loads(Path(result["path"]).read_text())["questions"] == 3
+
+
+@pytest.mark.skipif(not LOCOMO.is_file(), reason="the LoCoMo evaluation data is not on this machine")
+def test_locomo_bench_runs_on_one_real_conversation(tmp_path, embedder):
+    result = run(LOCOMO, conversations=["conv-30"], max_sessions=2, max_questions=8,
+                 variants=(Variant("defaults"),), embedder=embedder, prototypes=False, save=False)
+    assert result["questions"] >= 1
+    assert result["winner"] == "zep: defaults"
+    assert result["systems"]["bm25-turns"]["recall"]["k10"]
