@@ -17,7 +17,7 @@ the stores and the embedding model are opened by :class:`Memory`.
 
 """
 
-from .config import DEFAULT_SINGLE_VALUED, MemoryConfig
+from .config import DEFAULT_SINGLE_VALUED, SPEC_SCORING, MemoryConfig
 from .errors import (
     ConfigError,
     ExtractionError,
@@ -35,6 +35,7 @@ from .models import Discarded, Entity, Episode, Fact, IngestResult, Message
 
 __all__ = [
     "DEFAULT_SINGLE_VALUED",
+    "SPEC_SCORING",
     "ConfigError",
     "Discarded",
     "Entity",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-from zep_core import Message, NotFoundError, QueryError
+from zep_core import SPEC_SCORING, Message, NotFoundError, QueryError
 
 from tests.core.fakes import ScriptedExtractor, said
 
@@ -28,7 +28,13 @@ def load(mem, scripted, *facts, user="u"):
     return mem.conversation_end("s", [Message("some words here", name="Alice")], user_id=user)
 
 
-def test_get_context_scores_are_the_spec_formula_with_parts(mem, scripted):
+@pytest.fixture
+def spec_mem(make_memory, scripted):
+    return make_memory(extractor=scripted, **SPEC_SCORING)
+
+
+def test_get_context_scores_are_the_spec_formula_with_parts(spec_mem, scripted):
+    mem = spec_mem
     load(mem, scripted, said("Alice", "lives_in", "Berlin", content="Alice lives in Berlin."),
          said("Alice", "likes", "jazz", content="Alice likes jazz music."))
     facts = mem.get_context("Where does Alice live?", user_id="u")
@@ -38,6 +44,14 @@ def test_get_context_scores_are_the_spec_formula_with_parts(mem, scripted):
         assert f.graph_score == 1.0  # Alice is named in the input: one hop
     assert facts[0].content == "Alice lives in Berlin."
     assert [f.score for f in facts] == sorted((f.score for f in facts), reverse=True)
+
+
+def test_default_scoring_is_the_configured_weights(mem, scripted):
+    load(mem, scripted, said("Alice", "lives_in", "Berlin", content="Alice lives in Berlin."))
+    (fact,) = mem.get_context("Where does Alice live?", user_id="u")
+    cfg = mem.config
+    assert fact.score == pytest.approx(cfg.semantic_weight * fact.semantic_score + cfg.graph_weight * fact.graph_score,
+                                       abs=1e-5)
 
 
 def test_semantic_threshold_keeps_out_unrelated_facts_not_in_the_graph(mem, scripted):
