@@ -4,6 +4,11 @@ Kùzu allows one process to open a database for writing, and Chroma's embedded
 client is not safe across processes either, so a second process opening the same
 folder gets an immediate :class:`StoreLockedError` naming the folder and the
 process that holds it — never a hang, never corruption.
+
+The lock is ``flock``: the kernel drops it when the holder dies, so a killed process
+never blocks the next one. The file also says whether its last holder closed cleanly;
+:attr:`DataDirLock.unclean_since` tells the next holder that it did not (and since
+when it held the folder), so that it can check what a crash may have left half-written.
 """
 
 from __future__ import annotations
@@ -30,6 +35,10 @@ class DataDirLock:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
+        #: Set by :meth:`acquire` when the previous holder never released the lock (it
+        #: crashed or was killed): when that holder took it, in epoch seconds.
+        self.unclean_since: float | None = None
+        self._previous: dict = {}
 
     def acquire(self) -> None:
         """Take the lock or raise :class:`StoreLockedError` at once."""
@@ -47,23 +56,49 @@ class DataDirLock:
                     f"the data folder {self.path.parent} is in use by {holder}; close the Memory "
                     "there (or stop that process) before opening it here, or use another data folder"
                 ) from None
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps(info).encode())
-        os.fsync(fd)
+        self._previous = previous = self._read(fd)
+        if previous.get("pid") is not None and not previous.get("closed"):
+            started = previous.get("started")
+            self.unclean_since = float(started) if isinstance(started, (int, float)) else 0.0
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "started": time.time()}
+        self._write(fd, info)
         self._fd = fd
 
     @staticmethod
-    def _holder(fd: int) -> str:
+    def _read(fd: int) -> dict:
         try:
             info = json.loads(os.pread(fd, 4096, 0) or b"{}")
-            return f"process {info.get('pid')} on {info.get('host')} (since {info.get('since')})"
         except (OSError, ValueError):
-            return "another process"
+            return {}
+        return info if isinstance(info, dict) else {}
 
-    def release(self) -> None:
-        """Release the lock (idempotent)."""
+    @staticmethod
+    def _write(fd: int, info: dict) -> None:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        os.fsync(fd)
+
+    @classmethod
+    def _holder(cls, fd: int) -> str:
+        info = cls._read(fd)
+        if info.get("pid") is None:
+            return "another process"
+        return f"process {info.get('pid')} on {info.get('host')} (since {info.get('since')})"
+
+    def release(self, *, clean: bool = True) -> None:
+        """Release the lock (idempotent).
+
+        Args:
+            clean: record a clean close; ``False`` leaves the unclean record this holder
+                found, for the next one to recover from.
+
+        """
         if self._fd is not None:
+            try:
+                self._write(self._fd, {**self._read(self._fd), "closed": True} if clean else self._previous)
+            except OSError:  # the next holder will just check the stores once more
+                pass
             if fcntl is not None:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)

@@ -15,6 +15,7 @@ import atexit
 import hashlib
 import logging
 import operator
+import shutil
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -126,14 +127,15 @@ class Memory:
             from .stores.graph import KuzuGraphIndex
             from .stores.vectors import ChromaVectorIndex
 
+            reembed = self._check_embedder()
+            self._check_chroma_files(root / "chroma")
             self.vectors = ChromaVectorIndex(root / "chroma", url=self.config.chroma_url)
             self.graph = KuzuGraphIndex(root / "graph", buffer_pool_mb=self.config.graph_buffer_pool_mb)
-            reembed = self._check_embedder()
-            if reembed:
-                self.rebuild(reembed=True)
+            if reembed or self.records.get_meta("rebuild") == "pending":  # asked for, or one a crash cut short
+                self.rebuild(reembed=reembed)
             self._drain_outbox()
         except BaseException:
-            self._release()
+            self._release(clean=self._lock_file.unclean_since is None)  # a crash not yet recovered from stays one
             raise
         if self.config.index_writes == "background":
             self._start_worker("zep-indexer", self._index_loop)
@@ -176,7 +178,7 @@ class Memory:
                 log.warning("index writes left pending at close", exc_info=True)
             self._release()
 
-    def _release(self) -> None:
+    def _release(self, *, clean: bool = True) -> None:
         self._closed = True
         for store in ("graph", "vectors", "records"):
             obj = getattr(self, store, None)
@@ -185,7 +187,26 @@ class Memory:
                     obj.close()
                 except Exception:  # closing is best effort; the lock is what matters
                     log.debug("closing %s failed", store, exc_info=True)
-        self._lock_file.release()
+        self._lock_file.release(clean=clean)
+
+    def _check_chroma_files(self, chroma_dir: Path) -> None:
+        """After a crash, make sure Chroma's files will not crash this process.
+
+        Chroma writes its HNSW files in place, so a process killed meanwhile can leave
+        files that segfault the next reader. They are loaded in a child process first
+        (see :mod:`zep_core.stores.chroma_check`); if that fails they are deleted and a
+        rebuild from SQLite is recorded as pending, to run once the stores are open.
+        """
+        since = self._lock_file.unclean_since
+        if since is None or self.config.chroma_url:
+            return
+        from .stores.chroma_check import chroma_loads
+
+        if chroma_loads(chroma_dir, since):
+            return
+        log.warning("rebuilding the vector index of %s from SQLite after an unclean shutdown", self.data_dir)
+        self.records.set_meta("rebuild", "pending")
+        shutil.rmtree(chroma_dir, ignore_errors=True)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -563,7 +584,7 @@ class Memory:
             for fid in self.records.facts_touching(user_id, list(frontier), as_of=as_of,
                                                    limit=cfg.graph_candidates - len(scores)):
                 scores.setdefault(fid, cfg.hop_scores[hop])
-            if hop + 1 < cfg.graph_hops:
+            if hop + 1 < cfg.graph_hops and len(scores) < cfg.graph_candidates:  # else the next hop adds nothing
                 frontier = self.graph.neighbours(user_id, list(frontier), as_of=as_of) - seen
                 seen |= frontier
         return scores
@@ -814,6 +835,7 @@ class Memory:
         self._check_open()
         counts = {"facts": 0, "entities": 0}
         with self._write_lock, self._index_lock:
+            self.records.set_meta("rebuild", "pending")  # a crash before the end resumes it on the next open
             if reembed:
                 for table, ids_iter in (("facts", self.records.iter_fact_ids()),
                                         ("entities", self.records.iter_entity_ids())):
@@ -832,6 +854,7 @@ class Memory:
                 self._sync_facts({i: {"add"} for i in ids})
                 counts["facts"] += len(ids)
             self.records.clear_outbox(2**62)  # everything queued is covered by the full sync
+            self.records.set_meta("rebuild", "done")
         return counts
 
     def check_consistency(self, user_id: str | None = None) -> dict[str, list[str]]:

@@ -228,8 +228,16 @@ class ChromaVectorIndex:
                 raise StoreError(f"Chroma reset failed: {exc}") from exc
 
     def close(self) -> None:
-        """Drop cached handles (the client has no explicit close)."""
+        """Drop cached handles and release Chroma's per-folder system.
+
+        Chroma caches one system per folder for the whole process; left open, a later
+        open in this process would reuse its in-memory HNSW indexes even after another
+        process changed the files, and could write those stale indexes back.
+        """
         self._collections.clear()
+        close = getattr(self.client, "close", None)
+        if close is not None:
+            close()
 
 
 def _http_args(url: str) -> dict[str, Any]:

@@ -1,0 +1,98 @@
+"""Render the reliability figures into ``docs/reliability.md``.
+
+The reliability tests leave ``bench/results/reliability-*.json``; this turns them into
+the tables between the ``<!-- figures -->`` markers of the doc::
+
+    .venv/bin/python -m pytest -q tests/reliability
+    .venv/bin/python -m tests.reliability.report          # rewrites the tables in docs/reliability.md
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+from tests.reliability.figures import RESULTS, ROOT
+
+DOC = ROOT / "docs" / "reliability.md"
+START, END = "<!-- figures:start -->", "<!-- figures:end -->"
+
+
+def _load(name: str) -> dict:
+    path = RESULTS / f"reliability-{name}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a markdown table cell."""
+    return text.replace("|", "/").replace("<", "&lt;").replace("\n", " ")
+
+
+def _row(check: str, result: str, data: dict) -> str:
+    when = data.get("when", "not run")[:16].replace("T", " ")
+    return f"| {check} | {_cell(result)} | `{data.get('command', '')}` | {when} |"
+
+
+def tables() -> str:
+    """The markdown tables, from the latest result files."""
+    crash, conc, locks = _load("crash"), _load("concurrency"), _load("locks")
+    hostile, iso, limits = _load("hostile"), _load("isolation"), _load("limits")
+    c, k, h, i = crash.get("figures", {}), conc.get("figures", {}), hostile.get("figures", {}), iso.get("figures", {})
+    lk, lm = locks.get("figures", {}), limits.get("figures", {})
+    answers = ", ".join(f"{n} {kind}" for kind, n in sorted(h.get("answers", {}).items()))
+    rows = [
+        "| check | figures from the last run | command | run at |",
+        "|---|---|---|---|",
+        _row("Crash safety: SIGKILL during ingestion",
+             f"**{c.get('trials', 0)} trials** ({c.get('trials_hash_embedder', 0)} hash embedder, "
+             f"{c.get('trials_local_embedder', 0)} default embedder), seed {c.get('seed')}, kill after "
+             f"U({', '.join(map(str, c.get('kill_delay_s', [])))}) s; {c.get('episodes_acknowledged', 0)} episodes "
+             f"acknowledged, {c.get('episodes_verified_at_end', 0)} verified whole at the end (the others belong to "
+             "the user the child forgets now and then); "
+             f"{c.get('outbox_rows_replayed', 0)} outbox rows replayed in {c.get('trials_with_outbox_rows_left', 0)} "
+             f"trials; {c.get('vector_index_rebuilds_after_torn_writes', 0)} vector-index rebuilds after torn "
+             f"Chroma writes; **inconsistencies found: {c.get('inconsistencies', 'n/a')}**; "
+             f"{c.get('seconds', 0)} s", crash),
+        _row("Concurrency: threads on one Memory",
+             f"**{k.get('writers', 0)} writers, {k.get('readers', 0)} readers**; {k.get('episodes_ingested', 0)} "
+             f"episodes ingested ({k.get('racing_restatements', 0)} racing restatements of one fact, "
+             f"{k.get('racing_moves', 0)} racing moves of one user); {k.get('reads', 0)} reads completed "
+             f"({k.get('reads_while_writing', 0)} while writers ran, plus {k.get('reads_answered_not_found_yet', 0)} "
+             f"answered NotFoundError before the user's first facts landed); errors: {k.get('errors', 'n/a')}; "
+             "lost or duplicated facts: 0; "
+             f"{k.get('seconds', 0)} s", conc),
+        _row("Concurrency: a second process",
+             "; ".join(f"{name.replace('_', ' ')}: {v.get('outcome', '')}"
+                       + (f" (in {v['seconds'] * 1000:.1f} ms)" if v.get("seconds") is not None else "")
+                       for name, v in sorted(lk.items())), locks),
+        _row("Hostile and broken input",
+             f"**{h.get('run', 0)} cases** ({h.get('cases', 0)} in the corpus): {answers}; stores unchanged by "
+             "every refusal, bystander unchanged, no file outside the data folder", hostile),
+        _row("Tenant isolation (hypothesis)",
+             f"**{i.get('examples_generated', 0)} examples**, {i.get('users', 0)} users, {i.get('episodes', 0)} "
+             f"episodes, {i.get('reads_checked', 0)} reads checked, {i.get('users_forgotten', 0)} users forgotten "
+             "and checked absent in SQLite, Chroma and Kùzu; leaks found: 0", iso),
+        _row("Resource bounds", "; ".join(f"{k}: {v}" for k, v in sorted(lm.items())), limits),
+    ]
+    cases = ["", "<details><summary>How each hostile case was answered</summary>", "",
+             "| case | answer |", "|---|---|"]
+    cases += [f"| {_cell(name)} | {_cell(answer)} |" for name, answer in h.get("by_case", {}).items()]
+    cases += ["", "</details>"]
+    return "\n".join(rows + cases)
+
+
+def main(argv: list[str]) -> int:
+    """Rewrite the figures in the doc (or print them with ``--print``)."""
+    text = tables()
+    if "--print" in argv:
+        print(text)
+        return 0
+    doc = DOC.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
+    DOC.write_text(pattern.sub(lambda _: f"{START}\n{text}\n{END}", doc), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

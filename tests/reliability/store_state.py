@@ -1,0 +1,163 @@
+"""Read each of the three stores directly and compare them, without Memory's own helpers.
+
+``Memory.check_consistency()`` is the library's view; these functions are the tests'
+independent one: SQLite through a separate read-only connection, Chroma through its
+client (collections named by ``collection_name``), Kùzu through raw Cypher. A
+:class:`StoreState` is plain data, so two of them compare with ``==`` ("a second
+reopen changes nothing", "a refused call stored nothing").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zep_core.stores.base import VECTOR_KINDS
+from zep_core.stores.vectors import collection_name
+
+_TABLES = ("episodes", "messages", "facts", "entities", "aliases", "session_messages", "outbox")
+
+
+@dataclass
+class StoreState:
+    """Everything the three stores hold, as comparable plain data."""
+
+    rows: dict[str, frozenset] = field(default_factory=dict)          # SQLite table -> rows (no blobs)
+    facts: dict[str, tuple] = field(default_factory=dict)             # id -> (user, subject_id, object_id,
+    #                                                                    predicate, current, superseded_by, vu)
+    entities: dict[str, str] = field(default_factory=dict)            # id -> user
+    chroma: dict[str, frozenset] = field(default_factory=dict)        # collection -> ids
+    graph_nodes: dict[str, str] = field(default_factory=dict)         # id -> user
+    graph_edges: dict[str, tuple] = field(default_factory=dict)       # fact id -> (user, s, o, current)
+    graph_edges_backward: dict[str, tuple] = field(default_factory=dict)  # the same, read from the targets
+    files: frozenset = frozenset()
+
+    def users(self) -> set[str]:
+        """Users with any episode, chat message, fact or entity in SQLite."""
+        return {r[1] for r in self.rows.get("episodes", ())} | {u for u, *_ in self.facts.values()} \
+            | set(self.entities.values()) | {r[1] for r in self.rows.get("session_messages", ())}
+
+
+def sqlite_rows(db_path: Path) -> tuple[dict[str, frozenset], dict[str, tuple], dict[str, str]]:
+    """Read zep.db through its own read-only connection."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = {}
+        for table in _TABLES:
+            cols = [c[1] for c in conn.execute(f"PRAGMA table_info({table})") if c[1] != "embedding"]
+            cur = conn.execute(f"SELECT {', '.join(cols)} FROM {table}")
+            rows[table] = frozenset(tuple(r) for r in cur.fetchall())
+        facts = {r[0]: (r[1], r[2], r[3], r[4], r[5] is None and r[6] is None, r[6], r[5]) for r in conn.execute(
+            "SELECT id, user_id, subject_id, object_id, predicate, valid_until, superseded_by FROM facts")}
+        entities = dict(conn.execute("SELECT id, user_id FROM entities").fetchall())
+    finally:
+        conn.close()
+    # the outbox's autoincrement seq is bookkeeping; compare its content only
+    rows["outbox"] = frozenset(r[1:] for r in rows["outbox"])
+    return rows, facts, entities
+
+
+def chroma_ids(client) -> dict[str, frozenset]:
+    """Ids in every zep-memory collection, straight from the Chroma client."""
+    out = {}
+    for col in client.list_collections():
+        name = getattr(col, "name", col)
+        if not str(name).startswith("zep_"):
+            continue
+        handle = client.get_collection(name)
+        ids: set[str] = set()
+        offset = 0
+        while True:
+            got = handle.get(include=[], limit=5000, offset=offset)["ids"]
+            ids.update(got)
+            if len(got) < 5000:
+                break
+            offset += 5000
+        out[str(name)] = frozenset(ids)
+    return out
+
+
+def graph_state(graph) -> tuple[dict[str, str], dict[str, tuple], dict[str, tuple]]:
+    """Nodes and FACT relationships, by raw Cypher on the Kùzu index.
+
+    Relationships are read twice, from their sources and from their targets: Kùzu keeps
+    both directions in separate structures, and a torn write can leave them differing.
+    """
+    nodes = {r["id"]: r["u"] for r in graph.read_query("MATCH (e:Entity) RETURN e.id AS id, e.user_id AS u", {})}
+    edges = {}
+    for pattern in ("(a:Entity)-[r:FACT]->(b:Entity)", "(b:Entity)<-[r:FACT]-(a:Entity)"):
+        edges[pattern] = {r["f"]: (r["u"], r["s"], r["o"], bool(r["c"])) for r in graph.read_query(
+            f"MATCH {pattern} RETURN r.fact_id AS f, r.user_id AS u, a.id AS s, b.id AS o, r.current AS c", {})}
+    return nodes, *edges.values()
+
+
+def data_files(root: Path) -> frozenset:
+    """Relative paths of every file under the data folder."""
+    return frozenset(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def snapshot(memory, *, with_files: bool = False) -> StoreState:
+    """The state of an open memory's three stores, read directly from each (after a flush)."""
+    memory.flush()  # index writes may still be queued for the background indexer
+    rows, facts, entities = sqlite_rows(memory.data_dir / "zep.db")
+    nodes, edges, backward = graph_state(memory.graph)
+    return StoreState(rows=rows, facts=facts, entities=entities, chroma=chroma_ids(memory.vectors.client),
+                      graph_nodes=nodes, graph_edges=edges, graph_edges_backward=backward,
+                      files=data_files(memory.data_dir) if with_files else frozenset())
+
+
+def problems(state: StoreState, single_valued: Iterable[str]) -> list[str]:
+    """Every disagreement between the stores, and every broken supersession; [] when sound."""
+    out: list[str] = []
+    single = set(single_valued)
+    facts, entities = state.facts, state.entities
+    users = state.users()
+    expected: dict[str, frozenset] = {}
+    for user in users:
+        mine = {f: v for f, v in facts.items() if v[0] == user}
+        expected[collection_name(user, "current")] = frozenset(f for f, v in mine.items() if v[4])
+        expected[collection_name(user, "history")] = frozenset(f for f, v in mine.items() if not v[4])
+        expected[collection_name(user, "entity")] = frozenset(e for e, u in entities.items() if u == user)
+    for name in set(expected) | set(state.chroma):
+        want, got = expected.get(name, frozenset()), state.chroma.get(name, frozenset())
+        if want != got:
+            out.append(f"chroma {name}: missing {sorted(want - got)[:3]}, stale {sorted(got - want)[:3]}")
+    if state.graph_nodes != entities:
+        diff = set(state.graph_nodes.items()) ^ set(entities.items())
+        out.append(f"graph nodes differ from SQLite entities: {sorted(diff)[:3]}")
+    want_edges = {f: (v[0], v[1], v[2], v[4]) for f, v in facts.items() if v[2] is not None}
+    for way, edges in (("forward", state.graph_edges), ("backward", state.graph_edges_backward)):
+        if edges != want_edges:
+            diff = set(edges.items()) ^ set(want_edges.items())
+            out.append(f"graph edges ({way}) differ from SQLite facts: {sorted(diff)[:3]}")
+    for fid, (user, subject, obj, _pred, _current, superseded_by, valid_until) in facts.items():
+        if entities.get(subject) != user or (obj is not None and entities.get(obj) != user):
+            out.append(f"fact {fid} points to an entity missing for its user")
+        if superseded_by is not None:
+            if facts.get(superseded_by, (None,))[0] != user:
+                out.append(f"fact {fid} superseded_by {superseded_by}, which is missing")
+            if valid_until is None:
+                out.append(f"fact {fid} is superseded but has no valid_until (half-applied)")
+    current = Counter((v[0], v[1], v[3]) for v in facts.values() if v[4] and v[3] in single)
+    out += [f"two current facts for {k}" for k, n in current.items() if n > 1]
+    if state.rows.get("outbox"):
+        out.append(f"{len(state.rows['outbox'])} outbox rows left after open")
+    return out
+
+
+def traces(state: StoreState, user: str) -> list[str]:
+    """Where ``user`` still appears in any store (for forget_user)."""
+    found = [f"sqlite {t}" for t, rows in state.rows.items() if t != "outbox" and any(user in r for r in rows)]
+    found += [f"chroma {collection_name(user, k)}" for k in VECTOR_KINDS if collection_name(user, k) in state.chroma]
+    found += ["kuzu node" for u in state.graph_nodes.values() if u == user][:1]
+    found += ["kuzu edge" for e in state.graph_edges.values() if e[0] == user][:1]
+    return found
+
+
+def digest(texts: Iterable[str]) -> str:
+    """A short hash of message contents, to check an episode came back whole."""
+    return hashlib.sha256("\x1e".join(texts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
