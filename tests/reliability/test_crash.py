@@ -30,7 +30,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from zep_core import Memory, MemoryConfig, Message
+import pytest
+from zep_core import ConfigError, Memory, MemoryConfig, Message
 
 from tests.core.fakes import HashEmbedder
 from tests.reliability.figures import ROOT, record
@@ -253,7 +254,8 @@ def test_sigkill_at_random_points_loses_no_acknowledged_episode_and_leaves_store
 CRASH_AFTER = """
 import os, sys
 from datetime import datetime, timezone
-from zep_core import Memory, MemoryConfig, Message
+import pytest
+from zep_core import ConfigError, Memory, MemoryConfig, Message
 from tests.core.fakes import HashEmbedder
 memory = Memory(MemoryConfig(data_dir=sys.argv[1], embedder=HashEmbedder()))
 say = lambda user, name, *lines: memory.conversation_end("s", [Message(t, name=name) for t in lines], user_id=user)
@@ -365,3 +367,19 @@ def test_a_rebuild_cut_short_by_a_crash_is_resumed_on_the_next_open(tmp_path):
     with Memory(config) as memory:
         assert memory.records.get_meta("rebuild") == "done"
         assert "Rome" in memory.context_block("Where does Bob live?", user_id="bob")
+
+
+def test_an_open_that_fails_after_a_crash_leaves_the_crash_to_recover_from(tmp_path):
+    with Memory(MemoryConfig(data_dir=tmp_path, embedder=HashEmbedder())) as memory:
+        memory.conversation_end("s", [Message("I live in Rome.", name="Ann")], user_id="ann")
+    lock = tmp_path / ".zep.lock"
+    crashed = {**json.loads(lock.read_text()), "started": time.time() - 30}
+    crashed.pop("closed")
+    lock.write_text(json.dumps(crashed))
+    with pytest.raises(ConfigError, match="embedder"):  # the wrong embedder: refused before any recovery
+        Memory(MemoryConfig(data_dir=tmp_path, embedder=HashEmbedder(dimension=32)))
+    assert json.loads(lock.read_text()) == crashed  # still marked as a crash for the next open
+    with Memory(MemoryConfig(data_dir=tmp_path, embedder=HashEmbedder())) as memory:
+        assert memory._lock_file.unclean_since == crashed["started"]
+        assert memory.check_consistency() == {}
+    assert json.loads(lock.read_text())["closed"] is True
