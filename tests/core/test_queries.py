@@ -159,8 +159,10 @@ def test_first_person_questions_mean_the_speaker(make_memory):
     memory = make_memory()
     memory.conversation_end("s", [Message("I live in Lisbon.", name="Ana"), Message("I like surfing.", name="Bo")],
                             user_id="u")
-    mine = [f.content for f in memory.get_context("Where do I live?", user_id="u", speaker="Ana")]
-    assert set(mine) == {"Ana lives in Lisbon.", "Ana: I live in Lisbon."}
+    facts = memory.get_context("Where do I live?", user_id="u", speaker="Ana")
+    assert {f.content for f in facts[:2]} == {"Ana lives in Lisbon.", "Ana: I live in Lisbon."}
+    assert all(f.graph_score == 1.0 for f in facts[:2])  # "I" named Ana's entity
+    assert all(f.graph_score == 0.0 for f in facts[2:])  # Bo's facts can only match by meaning
 
 
 def test_first_person_defaults_to_the_unnamed_user(make_memory):
