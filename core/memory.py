@@ -43,7 +43,7 @@ from .resolve import canonical_predicate, entity_id, input_aliases, is_first_per
 from .retrieval import ScoringParams, render_context_block, score_candidates
 from .stores.base import EntityNode, FactEdge
 from .stores.records import RecordStore, StoredFact, iso
-from .temporal import normalize_name, plan_updates
+from .temporal import STATEMENT, normalize_name, plan_updates
 
 __all__ = ["MaintenanceReport", "Memory"]
 
@@ -347,8 +347,11 @@ class Memory:
             return resolved.get(normalize_name(name)) or entity_id(user, name)
 
         entity_of = {f.id: (eid(f.subject), eid(f.object) if types[f.id][2] else None) for f in proposals}
-        current = self.records.current_facts_about(user, list({s for s, _ in entity_of.values()}))
         contradicted = {i for i in extraction.contradicted_fact_ids if i in known_ids}
+        current = self.records.rule_candidates(
+            user, list({s for s, _ in entity_of.values()}),
+            single_valued=sorted(self.config.single_valued_predicates),
+            statements=sorted({f.object for f in proposals if f.predicate == STATEMENT}), ids=sorted(contradicted))
         plan = plan_updates(current, proposals, single_valued=self.config.single_valued_predicates,
                             contradicted=contradicted, now=now)
 

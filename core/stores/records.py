@@ -342,6 +342,33 @@ class RecordStore:
             "AND valid_until IS NULL AND superseded_by IS NULL LIMIT ?", [user_id, *entity_ids, limit])
         return [_fact_from_row(r) for r in rows]
 
+    def rule_candidates(self, user_id: str, subject_ids: Sequence[str], *, single_valued: Sequence[str],
+                        statements: Sequence[str], ids: Sequence[str] = ()) -> list[Fact]:
+        """The current facts the update rules can touch for these subjects, and no others.
+
+        That is every non-statement fact of the subjects (rivals and restatements), the
+        statement facts restated word for word (``statements``), those quoting a message
+        a single-valued fact came from (they retire with it), and ``ids`` (facts an
+        extractor flagged). A speaker's hundreds of other statement facts stay unread,
+        so ingestion does not slow down as a user's memory grows.
+        """
+        if not subject_ids:
+            return []
+        subj = ",".join("?" * len(subject_ids))
+        sv = ",".join("?" * len(single_valued)) or "NULL"
+        st = ",".join("?" * len(statements)) or "NULL"
+        fid = ",".join("?" * len(ids)) or "NULL"
+        current = "valid_until IS NULL AND superseded_by IS NULL"
+        sql = (
+            f"SELECT {_FACT_COLUMNS} FROM facts WHERE user_id = ? AND subject_id IN ({subj}) AND {current} AND ("
+            f"predicate != 'statement' OR object IN ({st}) OR id IN ({fid}) OR EXISTS ("
+            "SELECT 1 FROM json_each(facts.source_message_ids) j WHERE j.value IN ("
+            "SELECT j2.value FROM facts f2, json_each(f2.source_message_ids) j2 WHERE f2.user_id = ? "
+            f"AND f2.subject_id IN ({subj}) AND f2.predicate IN ({sv}) "
+            "AND f2.valid_until IS NULL AND f2.superseded_by IS NULL)))")
+        params = [user_id, *subject_ids, *statements, *ids, user_id, *subject_ids, *single_valued]
+        return [_fact_from_row(r) for r in self._rows(sql, params)]
+
     def facts_touching(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
                        limit: int = 500) -> list[str]:
         """Ids of current (or as-of) facts whose subject or object is in ``entity_ids``, newest first."""
