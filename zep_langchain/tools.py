@@ -8,6 +8,7 @@ so the agent can try something else.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import datetime
 
 from langchain_core.tools import ArgsSchema, BaseTool
@@ -63,6 +64,15 @@ class _MemoryTool(BaseTool):
 
     def _entity(self, name: str) -> str:
         return speaker_of(self.memory, self.user_name) if name.strip().casefold() in _SELF_WORDS else name
+
+    def _lookup(self, query: Callable[..., list], name: str, action: str) -> list | str:
+        """Run an entity query for the user; a missing entity or bad input becomes a message."""
+        try:
+            return query(name, user_id=self.user_id)
+        except NotFoundError:
+            return f"No entity named {name!r} in memory. Check the spelling, or use search_memory to look by topic."
+        except ValidationError as exc:
+            return f"Could not {action}: {exc}"
 
     def _no_memory(self) -> str | None:
         if self.memory.has_user(self.user_id):
@@ -127,12 +137,9 @@ class ZepEntityHistoryTool(_MemoryTool):
         if (empty := self._no_memory()) is not None:
             return empty
         name = self._entity(entity)
-        try:
-            facts = self.memory.entity_history(name, user_id=self.user_id)
-        except NotFoundError:
-            return f"No entity named {name!r} in memory. Check the spelling, or use search_memory to look by topic."
-        except ValidationError as exc:
-            return f"Could not read the history: {exc}"
+        facts = self._lookup(self.memory.entity_history, name, "read the history")
+        if isinstance(facts, str):
+            return facts
         if not facts:
             return f"Memory knows the name {name!r} but holds no facts about it."
         return "\n".join([f"History of {name} (oldest first, including facts no longer true):",
@@ -161,12 +168,9 @@ class ZepRelatedEntitiesTool(_MemoryTool):
         if (empty := self._no_memory()) is not None:
             return empty
         name = self._entity(entity)
-        try:
-            related = self.memory.related_entities(name, user_id=self.user_id)
-        except NotFoundError:
-            return f"No entity named {name!r} in memory. Check the spelling, or use search_memory to look by topic."
-        except ValidationError as exc:
-            return f"Could not look up related entities: {exc}"
+        related = self._lookup(self.memory.related_entities, name, "look up related entities")
+        if isinstance(related, str):
+            return related
         if not related:
             return f"Nothing in memory is connected to {name}."
         names = ", ".join(f"{e.name} ({e.entity_type})" for e in related)
