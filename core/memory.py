@@ -366,7 +366,8 @@ class Memory:
         aliases = [(user, normalize_name(e.name), e.id) for e in new_entities.values()]
         aliases += [(user, normalize_name(f.object), entity_of[f.id][0]) for f in plan.added
                     if f.predicate == "is_named"]
-        stored_touch = {s for f in plan.reinforced + plan.superseded for s in self._fact_entities(user, f)}
+        stored_touch = set(self.records.entity_ids_for_aliases(user, [
+            normalize_name(n) for f in plan.reinforced + plan.superseded for n in (f.subject, f.object)]).values())
         touched = {e for f in plan.added for e in entity_of[f.id] if e} | stored_touch
         changed_at = iso(now)
 
@@ -389,10 +390,6 @@ class Memory:
         return IngestResult(episode_id=episode.id, status="done", summary=extraction.summary,
                             added=plan.added, reinforced=plan.reinforced, superseded=plan.superseded,
                             discarded=plan.discarded, invalid=tuple(invalid), usage=dict(extraction.usage))
-
-    def _fact_entities(self, user: str, fact: Fact) -> list[str]:
-        found = self.records.entity_ids_for_aliases(user, [normalize_name(fact.subject), normalize_name(fact.object)])
-        return list(found.values())
 
     def _proposals(self, episode: Episode, extraction: Extraction,
                    now: datetime) -> tuple[list[Fact], dict[str, tuple[str, str, bool]], list[str]]:
