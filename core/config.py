@@ -4,12 +4,24 @@ Every number the spec names (the 0.6 threshold, 2 hops, the 0.7/0.3 weights,
 limit 10, the 6 h entity refresh) is a field here, so the benchmarks, not the code,
 decide the defaults. Nothing is read from the environment unless you call
 :meth:`MemoryConfig.from_env`.
+
+The settings come in four frozen, validated groups, each a field of
+:class:`MemoryConfig`:
+
+- :class:`ScoringSettings` (``config.scoring``): how GetContext finds and ranks facts;
+- :class:`StorageSettings` (``config.storage``): SQLite, Chroma and Kùzu;
+- :class:`LimitSettings` (``config.limits``): bounds on the input;
+- :class:`ProviderSettings` (``config.providers``): the embedder and extractor endpoint.
+
+Every group field can also be given and read flat, ``MemoryConfig(semantic_threshold=0.5)``
+and ``config.semantic_threshold``. A MemoryConfig is hashable, so it can key a cache.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
 from pathlib import Path
@@ -17,44 +29,43 @@ from typing import Any, Literal
 
 from .errors import ConfigError
 
-__all__ = ["DEFAULT_SINGLE_VALUED", "SPEC_SCORING", "MemoryConfig"]
+__all__ = ["DEFAULT_SINGLE_VALUED", "SPEC_SCORING", "LimitSettings", "MemoryConfig", "ProviderSettings",
+           "ScoringSettings", "StorageSettings"]
 
-#: The spec's GetContext numbers, literally: ``MemoryConfig(**SPEC_SCORING)``. The
-#: defaults differ only in the threshold, where the benchmarks (docs/benchmarks.md)
-#: measured better evidence recall at 0.2: LoCoMo categories 1-4 all@10 .430 -> .441,
-#: LongMemEval .803 -> .824 (MiniLM's cosine between a question and the turn that
-#: answers it is mostly 0.2-0.6). Other weights were within noise or worse.
-SPEC_SCORING = {"semantic_threshold": 0.6, "semantic_weight": 0.7, "graph_weight": 0.3, "graph_hops": 2,
-                "context_limit": 10}
 
-#: Predicates that hold one value at a time: a new value supersedes the old one.
-DEFAULT_SINGLE_VALUED = frozenset(
-    {
-        "lives_in",
-        "works_at",
-        "works_as",
-        "studies_at",
-        "born_in",
-        "married_to",
-        "is_named",
-        "age",
-        "job_title",
-        "relationship_status",
-    }
-)
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_counts(settings: Any, *names: str) -> None:
+    """Each named field is an integer >= 1 (NaN or "10" would switch a bound off or fail obscurely)."""
+    for name in names:
+        value = getattr(settings, name)
+        if not _is_int(value) or value < 1:
+            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _check_optional_strings(settings: Any, *names: str) -> None:
+    """Each named field is a string or None; the message names the type only (it may be the API key)."""
+    for name in names:
+        value = getattr(settings, name)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{name} must be a string or None, got a {type(value).__name__}")
 
 
 @dataclass(frozen=True, kw_only=True)
-class MemoryConfig:
-    """Configuration of a :class:`zep_core.Memory`.
+class ScoringSettings:
+    """How GetContext finds and ranks facts: the spec's ``semantic_match``/``graph_match`` numbers.
+
+    It is also a read-only mapping of its field names (``keys()`` and ``[name]``), so it
+    unpacks into MemoryConfig's flat keywords: ``MemoryConfig(**SPEC_SCORING)`` is
+    ``MemoryConfig(scoring=SPEC_SCORING)``.
 
     Args:
-        data_dir: the data folder: ``zep.db``, ``chroma/`` and ``graph/`` live in it.
-        embedder: an :class:`~zep_core.providers.base.Embedder`; ``None`` is the offline
-            all-MiniLM-L6-v2 int8 model shipped in the package.
-        extractor: an :class:`~zep_core.providers.base.Extractor`; ``None`` is the
-            offline rule-based extractor.
-        summarizer: a :class:`~zep_core.providers.base.Summarizer`; ``None`` is extractive.
         semantic_threshold: the spec's ``semantic_match(threshold: …)``; 0.2 by default,
             the benchmark's winner (see ``SPEC_SCORING`` for the spec's literal 0.6).
         graph_hops: the spec's ``graph_match(hops: 2)``.
@@ -64,21 +75,122 @@ class MemoryConfig:
         semantic_candidates: how many nearest vectors to fetch from Chroma per query.
         graph_candidates: cap on facts found through the graph per query.
         hop_scores: graph score of a fact at 1 and 2 hops from an entity named in the input.
-        single_valued_predicates: predicates whose new value supersedes the old.
-        entity_refresh_interval: the spec's ``every 6h``.
-        auto_refresh: run :meth:`Memory.refresh_entities` on a background schedule.
-        default_speaker: the name "I" resolves to for ``user`` messages without a name.
-        max_message_chars, max_messages_per_episode, max_facts_per_episode: input bounds.
+
+    Raises:
+        ConfigError: a value is out of range or of the wrong type.
+
+    Example:
+        >>> ScoringSettings(semantic_threshold=0.5)["semantic_threshold"]
+        0.5
+
+    """
+
+    semantic_threshold: float = 0.2
+    graph_hops: int = 2
+    semantic_weight: float = 0.7
+    graph_weight: float = 0.3
+    context_limit: int = 10
+    require_both: bool = False
+    semantic_candidates: int = 50
+    graph_candidates: int = 500
+    hop_scores: tuple[float, ...] = (1.0, 0.5)
+
+    def __post_init__(self) -> None:
+        if not _is_real(self.semantic_threshold) or not 0 <= self.semantic_threshold <= 1:
+            raise ConfigError(f"semantic_threshold must be in [0, 1], got {self.semantic_threshold!r}")
+        if not all(_is_real(w) and w >= 0 for w in (self.semantic_weight, self.graph_weight)):
+            raise ConfigError("semantic_weight and graph_weight must be >= 0")
+        if not _is_int(self.graph_hops) or not 0 <= self.graph_hops <= 3:
+            raise ConfigError(f"graph_hops must be 0..3, got {self.graph_hops!r}")
+        raw = self.hop_scores
+        scores = tuple(raw) if isinstance(raw, Iterable) and not isinstance(raw, (str, bytes)) else None
+        if scores is None or not all(map(_is_real, scores)):
+            raise ConfigError(f"hop_scores must be a sequence of numbers, got {raw!r}")
+        object.__setattr__(self, "hop_scores", tuple(map(float, scores)))
+        if len(self.hop_scores) < self.graph_hops:
+            raise ConfigError(f"hop_scores needs one score per hop ({self.graph_hops}), got {self.hop_scores}")
+        _check_counts(self, "context_limit", "semantic_candidates", "graph_candidates")
+
+    def keys(self) -> tuple[str, ...]:
+        """The field names, so that ``**settings`` gives MemoryConfig's flat keywords."""
+        return tuple(f.name for f in fields(self))
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.keys():
+            raise KeyError(name)
+        return getattr(self, name)
+
+
+#: The spec's GetContext numbers, the spec literally: ``MemoryConfig(scoring=SPEC_SCORING)``
+#: or ``MemoryConfig(**SPEC_SCORING)``. The defaults differ only in the threshold, where the
+#: benchmarks (docs/benchmarks.md) measured better evidence recall at 0.2: LoCoMo categories
+#: 1-4 all@10 .430 -> .441, LongMemEval .803 -> .824 (MiniLM's cosine between a question and
+#: the turn that answers it is mostly 0.2-0.6). Other weights were within noise or worse.
+SPEC_SCORING = ScoringSettings(semantic_threshold=0.6, semantic_weight=0.7, graph_weight=0.3, graph_hops=2,
+                               context_limit=10)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageSettings:
+    """How the data folder's stores are opened.
+
+    Args:
         busy_timeout_ms: SQLite busy timeout.
         graph_buffer_pool_mb: Kùzu buffer pool size.
         chroma_url: use a Chroma server (``chroma run``) instead of the embedded client.
         on_embedder_mismatch: ``error`` (default) or ``reembed`` when the data folder was
             built with another embedder.
-        strict_timezones: refuse naive datetimes instead of reading them as UTC.
         index_writes: ``background`` (default): ``conversation_end`` returns once SQLite has
             committed and a background thread brings Chroma and Kùzu up to date, many
             episodes per batch; every read catches up first, so reads see all writes.
             ``sync``: index writes are applied before ``conversation_end`` returns.
+
+    Raises:
+        ConfigError: a value is not one of the choices above.
+
+    """
+
+    busy_timeout_ms: int = 5_000
+    graph_buffer_pool_mb: int = 256
+    chroma_url: str | None = None
+    on_embedder_mismatch: Literal["error", "reembed"] = "error"
+    index_writes: Literal["background", "sync"] = "background"
+
+    def __post_init__(self) -> None:
+        if self.index_writes not in ("background", "sync"):
+            raise ConfigError("index_writes must be 'background' or 'sync'")
+        if self.on_embedder_mismatch not in ("error", "reembed"):
+            raise ConfigError("on_embedder_mismatch must be 'error' or 'reembed'")
+        _check_optional_strings(self, "chroma_url")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LimitSettings:
+    """Bounds on what ``conversation_end`` and the queries accept.
+
+    Args:
+        max_message_chars, max_messages_per_episode, max_facts_per_episode: input bounds.
+        strict_timezones: refuse naive datetimes instead of reading them as UTC.
+
+    Raises:
+        ConfigError: a bound is not an integer >= 1.
+
+    """
+
+    max_message_chars: int = 100_000
+    max_messages_per_episode: int = 2_000
+    max_facts_per_episode: int = 1_000
+    strict_timezones: bool = False
+
+    def __post_init__(self) -> None:
+        _check_counts(self, "max_message_chars", "max_messages_per_episode", "max_facts_per_episode")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderSettings:
+    """Which embedder and extractor to build, and how to reach an OpenAI-compatible endpoint.
+
+    Args:
         embedding_provider, extractor_provider: ``auto`` (default), ``local`` or ``openai``.
             ``auto`` is ``openai`` when ``openai_api_key`` or ``openai_base_url`` is set,
             else the offline default. The extractor's choice also picks the summarizer.
@@ -94,34 +206,11 @@ class MemoryConfig:
         max_concurrency: requests in flight at once to the endpoint.
         max_output_tokens: cap on the tokens of each LLM reply.
 
+    Raises:
+        ConfigError: a value is out of range or of the wrong type.
+
     """
 
-    data_dir: str | Path = "./data"
-    embedder: Any = None
-    extractor: Any = None
-    summarizer: Any = None
-    semantic_threshold: float = 0.2
-    graph_hops: int = 2
-    semantic_weight: float = 0.7
-    graph_weight: float = 0.3
-    context_limit: int = 10
-    require_both: bool = False
-    semantic_candidates: int = 50
-    graph_candidates: int = 500
-    hop_scores: tuple[float, ...] = (1.0, 0.5)
-    single_valued_predicates: frozenset[str] = DEFAULT_SINGLE_VALUED
-    entity_refresh_interval: timedelta = timedelta(hours=6)
-    auto_refresh: bool = False
-    default_speaker: str = "User"
-    max_message_chars: int = 100_000
-    max_messages_per_episode: int = 2_000
-    max_facts_per_episode: int = 1_000
-    busy_timeout_ms: int = 5_000
-    graph_buffer_pool_mb: int = 256
-    chroma_url: str | None = None
-    on_embedder_mismatch: Literal["error", "reembed"] = "error"
-    strict_timezones: bool = False
-    index_writes: Literal["background", "sync"] = "background"
     embedding_provider: Literal["auto", "local", "openai"] = "auto"
     extractor_provider: Literal["auto", "local", "openai"] = "auto"
     openai_api_key: str | None = field(default=None, repr=False)
@@ -133,42 +222,120 @@ class MemoryConfig:
     max_retries: int = 4
     max_concurrency: int = 4
     max_output_tokens: int = 4096
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not 0 <= self.semantic_threshold <= 1:
-            raise ConfigError(f"semantic_threshold must be in [0, 1], got {self.semantic_threshold}")
-        if self.semantic_weight < 0 or self.graph_weight < 0:
-            raise ConfigError("semantic_weight and graph_weight must be >= 0")
-        if not 0 <= self.graph_hops <= 3:
-            raise ConfigError(f"graph_hops must be 0..3, got {self.graph_hops}")
-        if len(self.hop_scores) < self.graph_hops:
-            raise ConfigError(f"hop_scores needs one score per hop ({self.graph_hops}), got {self.hop_scores}")
-        for name in ("context_limit", "semantic_candidates", "max_message_chars",
-                     "max_messages_per_episode", "max_facts_per_episode"):
-            value = getattr(self, name)  # NaN or "10" would switch a bound off or fail obscurely
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-        if self.index_writes not in ("background", "sync"):
-            raise ConfigError("index_writes must be 'background' or 'sync'")
-        if self.on_embedder_mismatch not in ("error", "reembed"):
-            raise ConfigError("on_embedder_mismatch must be 'error' or 'reembed'")
-        object.__setattr__(self, "single_valued_predicates", frozenset(self.single_valued_predicates))
-        self._check_provider_settings()
-
-    def _check_provider_settings(self) -> None:
         for name in ("embedding_provider", "extractor_provider"):
             if getattr(self, name) not in ("auto", "local", "openai"):
                 raise ConfigError(f"{name} must be 'auto', 'local' or 'openai', got {getattr(self, name)!r}")
-        if not self.request_timeout > 0:
-            raise ConfigError(f"request_timeout must be > 0 seconds, got {self.request_timeout}")
+        _check_optional_strings(self, "openai_api_key", "openai_base_url", "extractor_model", "embedding_model")
+        if not _is_real(self.request_timeout) or not self.request_timeout > 0:
+            raise ConfigError(f"request_timeout must be > 0 seconds, got {self.request_timeout!r}")
         for name in ("max_concurrency", "max_output_tokens"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_retries < 0:
-            raise ConfigError(f"max_retries must be >= 0, got {self.max_retries}")
-        if self.embedding_dimensions is not None and self.embedding_dimensions < 1:
-            raise ConfigError(f"embedding_dimensions must be >= 1, got {self.embedding_dimensions}")
+            if not _is_int(getattr(self, name)) or getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if not _is_int(self.max_retries) or self.max_retries < 0:
+            raise ConfigError(f"max_retries must be >= 0, got {self.max_retries!r}")
+        dims = self.embedding_dimensions
+        if dims is not None and (not _is_int(dims) or dims < 1):
+            raise ConfigError(f"embedding_dimensions must be >= 1, got {dims!r}")
+
+
+_GROUPS: dict[str, type] = {"scoring": ScoringSettings, "storage": StorageSettings, "limits": LimitSettings,
+                            "providers": ProviderSettings}
+#: Each flat setting name -> the group field that holds it.
+_FLAT = {f.name: group for group, kind in _GROUPS.items() for f in fields(kind)}
+
+#: Predicates that hold one value at a time: a new value supersedes the old one.
+DEFAULT_SINGLE_VALUED = frozenset({"lives_in", "works_at", "works_as", "studies_at", "born_in", "married_to",
+                                   "is_named", "age", "job_title", "relationship_status"})
+
+
+@dataclass(frozen=True, init=False)
+class MemoryConfig:
+    """Configuration of a :class:`zep_core.Memory`: frozen, hashable, validated.
+
+    Takes keywords only: its own fields, the four groups, and any group field by its
+    flat name, which changes that field of the group (``MemoryConfig(scoring=s,
+    semantic_threshold=0.4)`` is ``s`` with that one field replaced). Flat names read
+    through too: ``config.semantic_threshold`` is ``config.scoring.semantic_threshold``.
+
+    Args:
+        data_dir: the data folder: ``zep.db``, ``chroma/`` and ``graph/`` live in it.
+        embedder: an :class:`~zep_core.providers.base.Embedder`; ``None`` is the offline
+            all-MiniLM-L6-v2 int8 model shipped in the package.
+        extractor: an :class:`~zep_core.providers.base.Extractor`; ``None`` is the
+            offline rule-based extractor.
+        summarizer: a :class:`~zep_core.providers.base.Summarizer`; ``None`` is extractive.
+        single_valued_predicates: predicates whose new value supersedes the old.
+        entity_refresh_interval: the spec's ``every 6h``.
+        auto_refresh: run :meth:`Memory.refresh_entities` on a background schedule.
+        default_speaker: the name "I" resolves to for ``user`` messages without a name.
+        scoring: :class:`ScoringSettings`: ``semantic_threshold``, ``graph_hops``,
+            ``semantic_weight``, ``graph_weight``, ``context_limit``, ``require_both``,
+            ``semantic_candidates``, ``graph_candidates``, ``hop_scores``.
+        storage: :class:`StorageSettings`: ``busy_timeout_ms``, ``graph_buffer_pool_mb``,
+            ``chroma_url``, ``on_embedder_mismatch``, ``index_writes``.
+        limits: :class:`LimitSettings`: ``max_message_chars``, ``max_messages_per_episode``,
+            ``max_facts_per_episode``, ``strict_timezones``.
+        providers: :class:`ProviderSettings`: ``embedding_provider``, ``extractor_provider``,
+            ``openai_api_key`` (never shown in repr), ``openai_base_url``, ``extractor_model``,
+            ``embedding_model``, ``embedding_dimensions``, ``request_timeout``,
+            ``max_retries``, ``max_concurrency``, ``max_output_tokens``.
+
+    Raises:
+        ConfigError: an unknown setting (the message suggests the closest name), a group
+            of the wrong class, or a value out of range or of the wrong type.
+
+    Example:
+        >>> config = MemoryConfig(data_dir="./data", semantic_threshold=0.5, chroma_url="http://x")
+        >>> config.scoring.semantic_threshold, config.chroma_url, hash(config) == hash(config.with_())
+        (0.5, 'http://x', True)
+
+    """
+
+    data_dir: str | Path = "./data"
+    embedder: Any = None
+    extractor: Any = None
+    summarizer: Any = None
+    single_valued_predicates: frozenset[str] = DEFAULT_SINGLE_VALUED
+    entity_refresh_interval: timedelta = timedelta(hours=6)
+    auto_refresh: bool = False
+    default_speaker: str = "User"
+    scoring: ScoringSettings = ScoringSettings()
+    storage: StorageSettings = StorageSettings()
+    limits: LimitSettings = LimitSettings()
+    providers: ProviderSettings = ProviderSettings()
+
+    def __init__(self, **settings: Any) -> None:
+        own = fields(self)
+        unknown = [name for name in settings if name not in _FLAT and name not in {f.name for f in own}]
+        if unknown:
+            raise _unknown_settings(unknown, [f.name for f in own] + list(_FLAT))
+        changes: dict[str, dict[str, Any]] = {group: {} for group in _GROUPS}
+        for name, value in settings.items():
+            if name in _FLAT:
+                changes[_FLAT[name]][name] = value
+        for f in own:
+            value = settings.get(f.name, f.default)
+            if f.name in _GROUPS:
+                if not isinstance(value, _GROUPS[f.name]):
+                    raise ConfigError(f"{f.name} must be a {_GROUPS[f.name].__name__}, got {type(value).__name__}")
+                value = replace(value, **changes[f.name]) if changes[f.name] else value
+            object.__setattr__(self, f.name, value)
+        predicates = self.single_valued_predicates
+        if isinstance(predicates, str) or not isinstance(predicates, Iterable):
+            raise ConfigError(f"single_valued_predicates must be a collection of names, got {predicates!r}")
+        object.__setattr__(self, "single_valued_predicates", frozenset(predicates))
+
+    def __getattr__(self, name: str) -> Any:
+        """A group's field by its flat name: ``config.chroma_url`` is ``config.storage.chroma_url``."""
+        group = _FLAT.get(name)
+        if group is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(getattr(self, group), name)
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *_FLAT})
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> MemoryConfig:
@@ -180,7 +347,7 @@ class MemoryConfig:
 
         Args:
             environ: where to read the variables (default ``os.environ``).
-            **overrides: any MemoryConfig field; wins over the environment.
+            **overrides: any MemoryConfig setting, flat or a group; wins over the environment.
 
         Example:
             >>> MemoryConfig.from_env({"OPENAI_API_KEY": "sk-..."}, data_dir="./data").openai_api_key
@@ -202,7 +369,7 @@ class MemoryConfig:
             path: the ``.mnm`` file.
             environ: also read ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` from this mapping
                 (pass ``os.environ``); by default the environment is not read.
-            **overrides: any MemoryConfig field; wins over the file.
+            **overrides: any MemoryConfig setting, flat or a group; wins over the file.
 
         Raises:
             ConfigError: the file has no config block, or an unknown or malformed entry
@@ -220,12 +387,29 @@ class MemoryConfig:
         return Path(self.data_dir).expanduser().resolve()
 
     def with_(self, **changes: Any) -> MemoryConfig:
-        """Return a copy with some fields changed (unknown names are a ConfigError)."""
-        known = {f.name for f in fields(self)}
-        unknown = sorted(set(changes) - known)
-        if unknown:
-            raise ConfigError(f"unknown MemoryConfig field(s): {', '.join(unknown)}")
-        return replace(self, **changes)
+        """Return a copy with some settings changed, by flat or group name.
+
+        Raises:
+            ConfigError: an unknown name, or a value the constructor refuses.
+
+        Example:
+            >>> MemoryConfig().with_(semantic_threshold=0.6, storage=StorageSettings(index_writes="sync")).index_writes
+            'sync'
+
+        """
+        return type(self)(**{**{f.name: getattr(self, f.name) for f in fields(self)}, **changes})
+
+
+def _unknown_settings(names: list[str], known: list[str]) -> ConfigError:
+    """The error for unknown setting names, each with the closest known name where there is one."""
+    described = []
+    for name in names:
+        close = difflib.get_close_matches(name, known, n=1)
+        described.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    plural = "s" if len(names) > 1 else ""
+    return ConfigError(f"unknown MemoryConfig setting{plural}: {', '.join(described)}; the settings are "
+                       "MemoryConfig's fields and those of ScoringSettings, StorageSettings, LimitSettings "
+                       "and ProviderSettings")
 
 
 def _endpoint_settings(environ: Mapping[str, str]) -> dict[str, Any]:
