@@ -17,7 +17,15 @@ the stores and the embedding model are opened by :class:`Memory`.
 
 """
 
-from .config import DEFAULT_SINGLE_VALUED, SPEC_SCORING, MemoryConfig
+from .config import (
+    DEFAULT_SINGLE_VALUED,
+    SPEC_SCORING,
+    LimitSettings,
+    MemoryConfig,
+    ProviderSettings,
+    ScoringSettings,
+    StorageSettings,
+)
 from .errors import (
     ConfigError,
     ExtractionError,
@@ -30,7 +38,8 @@ from .errors import (
     ValidationError,
     ZepMemoryError,
 )
-from .memory import MaintenanceReport, Memory
+from .maintenance import MaintenanceReport
+from .memory import Memory
 from .models import Discarded, Entity, Episode, Fact, IngestResult, Message
 
 __all__ = [
@@ -44,15 +53,19 @@ __all__ = [
     "Fact",
     "IngestResult",
     "InvariantError",
+    "LimitSettings",
     "MaintenanceReport",
     "Memory",
     "MemoryConfig",
     "Message",
     "NotFoundError",
     "ProviderError",
+    "ProviderSettings",
     "QueryError",
+    "ScoringSettings",
     "StoreError",
     "StoreLockedError",
+    "StorageSettings",
     "ValidationError",
     "ZepMemoryError",
 ]

@@ -355,7 +355,7 @@ class _Progress:
 
 def cmd_context(args: argparse.Namespace) -> int:
     """Print GetContext's facts or the context block."""
-    from .transfer import fact_to_dict
+    from .serialize import fact_to_dict
 
     with _memory(args) as memory:
         if args.block:
@@ -371,7 +371,7 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     """Print an entity's facts, oldest first."""
-    from .transfer import fact_to_dict
+    from .serialize import fact_to_dict
 
     with _memory(args) as memory:
         facts = memory.entity_history(args.entity, user_id=_user(args))
@@ -383,7 +383,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_related(args: argparse.Namespace) -> int:
     """Print related entities."""
-    from .transfer import entity_to_dict
+    from .serialize import entity_to_dict
 
     with _memory(args) as memory:
         entities = memory.related_entities(args.entity, user_id=_user(args), limit=args.limit)
@@ -428,22 +428,10 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """Print counts, pending work, disk use and the embedder."""
-    from .stores.base import VECTOR_KINDS
-
     with _memory(args) as memory:
-        stats = memory.stats()
-        users = memory.users()
-        vectors = {kind: sum(len(memory.vectors.ids(u, kind)) for u in users) for kind in VECTOR_KINDS}
-        stats["chroma"] = {"url": memory.config.chroma_url, **vectors}
-        stats["users"] = len(users)
-        stats["pending_index_writes"] = memory.records.outbox_size()
+        stats = memory.stats(args.user)
+        stats["chroma"] = {"url": stats.pop("chroma_url"), **stats.pop("vectors")}
         stats["disk_bytes"] = _disk_use(memory.data_dir)
-        if args.user:
-            user = args.user
-            stats["user"] = {"user_id": user, "known": memory.has_user(user),
-                             "episodes": len(memory.records.episode_ids(user_id=user)),
-                             "facts": memory.records.count_facts(user),
-                             "entities": sum(len(ids) for ids in memory.records.iter_entity_ids(user))}
     _emit(args, stats, lambda: _stats_text(stats))
     return 0
 
@@ -514,8 +502,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         if not args.reembed:
             raise
         with _memory(args, on_embedder_mismatch="reembed") as memory:  # opening re-embeds and rebuilds
-            counts = {"facts": memory.records.table_counts()["facts"],
-                      "entities": memory.records.table_counts()["entities"]}
+            records = memory.stats()["records"]
+            counts = {"facts": records["facts"], "entities": records["entities"]}
     _emit(args, {**counts, "reembedded": args.reembed}, lambda: (
         f"rebuilt the Chroma and Kùzu indexes from SQLite: {counts['facts']} facts, {counts['entities']} entities"
         + (" (re-embedded)" if args.reembed else "")))
@@ -585,7 +573,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     """Check that the three stores agree."""
     with _memory(args) as memory:
         problems = memory.check_consistency(args.user)
-        pending = len(memory.records.episode_ids(user_id=args.user, status="pending"))
+        pending = len(memory.episode_ids(user_id=args.user, status="pending"))
         data_dir = memory.data_dir
     repair = f"zep-memory rebuild --data {data_dir}"
     payload = {"ok": not problems, "problems": problems, "pending_episodes": pending,

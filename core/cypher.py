@@ -18,10 +18,12 @@ are dropped as a last line of defence.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
-from .errors import QueryError
+from .errors import QueryError, ValidationError
 
-__all__ = ["USER_PARAM", "scope_query"]
+__all__ = ["USER_PARAM", "own_rows", "prepare", "scope_query"]
 
 USER_PARAM = "__zep_user"
 _FORBIDDEN = re.compile(
@@ -110,3 +112,38 @@ def scope_query(query: str) -> str:
     if not _MATCH.search(scoped) and re.search(r"\b(Entity|FACT)\b", scoped):
         raise QueryError("read the graph through MATCH (e:Entity …) patterns")
     return _join(scoped, literals).rstrip().rstrip(";")
+
+
+def prepare(query: str, params: Mapping[str, Any] | None, user_id: str) -> tuple[str, dict[str, Any]]:
+    """The scoped query and its parameters, the caller's user bound where the query uses it.
+
+    Raises:
+        QueryError: the query is refused (see :func:`scope_query`).
+        ValidationError: a parameter name that is not a string.
+
+    """
+    scoped = scope_query(query)
+    bound = dict(params or {})
+    if any(not isinstance(k, str) for k in bound):
+        raise ValidationError("cypher params must have string keys")
+    if f"${USER_PARAM}" in scoped:  # Kùzu refuses a parameter the query does not use
+        bound[USER_PARAM] = user_id
+    return scoped, bound
+
+
+def own_rows(rows: list[dict[str, Any]], user_id: str) -> list[dict[str, Any]]:
+    """The rows holding no node or relationship of another user (the last line of defence)."""
+    return [r for r in rows if not _foreign(r, user_id)]
+
+
+def _foreign(row: Mapping[str, Any], user_id: str) -> bool:
+    """Whether a Cypher result row holds a node or relationship of another user."""
+    for value in row.values():
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, dict):
+                if item.get("user_id") not in (None, user_id):
+                    return True
+                if _foreign({k: v for k, v in item.items() if isinstance(v, (dict, list))}, user_id):
+                    return True
+    return False

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .errors import InvariantError, ValidationError
+from .validation import check_text
 
 __all__ = [
     "Discarded",
@@ -75,22 +76,6 @@ def _optional_utc(value: Any, what: str) -> datetime | None:
     return None if value is None else to_utc(value, what)
 
 
-def _text(value: Any, what: str, *, allow_empty: bool = False) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{what} must be a string, got {type(value).__name__}")
-    if "\x00" in value:
-        raise ValidationError(f"{what} contains a NUL byte (\\x00); remove it and retry")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError(
-            f"{what} is not valid Unicode (it holds a lone surrogate); decode the text properly"
-        ) from None
-    if not allow_empty and not value.strip():
-        raise ValidationError(f"{what} is empty")
-    return value
-
-
 @dataclass(frozen=True)
 class Message:
     """One chat message, as the handler receives it.
@@ -115,17 +100,17 @@ class Message:
     timestamp: datetime | None = None
 
     def __post_init__(self) -> None:
-        _text(self.content, "message content")
+        check_text(self.content, "message content")
         role = self.role.lower().strip() if isinstance(self.role, str) else self.role
         role = _ROLE_ALIASES.get(role, role)
         if role not in ROLES:
             raise ValidationError(f"message role {self.role!r} is not one of {', '.join(ROLES)}")
         object.__setattr__(self, "role", role)
         if self.name is not None:
-            _text(self.name, "message name")
+            check_text(self.name, "message name")
             object.__setattr__(self, "name", self.name.strip())
         if self.id is not None:
-            _text(self.id, "message id")
+            check_text(self.id, "message id")
         object.__setattr__(self, "timestamp", _optional_utc(self.timestamp, "message timestamp"))
 
     @classmethod
@@ -219,7 +204,7 @@ class Fact:
 
     def __post_init__(self) -> None:
         for name in ("content", "subject", "predicate", "object"):
-            _text(getattr(self, name), f"fact {name}")
+            check_text(getattr(self, name), f"fact {name}")
         c = self.confidence
         if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or not 0 <= c <= 1:
             raise ValidationError(f"fact confidence must be a number in [0, 1], got {c!r}")
@@ -265,7 +250,7 @@ class Entity:
     aliases: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _text(self.name, "entity name")
+        check_text(self.name, "entity name")
         object.__setattr__(self, "last_updated", _optional_utc(self.last_updated, "entity last_updated"))
         object.__setattr__(self, "aliases", tuple(self.aliases))
 

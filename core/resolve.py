@@ -13,7 +13,7 @@ import re
 from .temporal import normalize_name
 
 __all__ = ["FIRST_PERSON", "canonical_predicate", "entity_id", "input_aliases", "is_first_person",
-           "mentions_first_person"]
+           "mentions_first_person", "speaker_of"]
 
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "i'm", "im"})
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
@@ -23,6 +23,19 @@ def entity_id(user_id: str, name: str) -> str:
     """The id of the entity called ``name`` for ``user_id``."""
     key = f"{user_id}\x1f{normalize_name(name)}".encode()
     return hashlib.sha256(key).hexdigest()[:32]
+
+
+def speaker_of(name: str | None, role: str = "user", *, default: str) -> str:
+    """Who "I" is in a message: its speaker's name, else ``default`` for the user, else the role.
+
+    Example:
+        >>> speaker_of(None, "user", default="User"), speaker_of(None, "assistant", default="User")
+        ('User', 'Assistant')
+
+    """
+    if name:
+        return name
+    return default if role == "user" else role.capitalize()
 
 
 def is_first_person(name: str) -> bool:

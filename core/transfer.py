@@ -32,19 +32,23 @@ import binascii
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
-from .errors import NotFoundError, ValidationError
+from .errors import ValidationError
 from .models import Entity, Episode, Fact, Message
-from .stores.records import StoredFact, iso
+from .providers.base import Embedder
+from .serialize import entity_to_dict, episode_to_dict, fact_to_dict, message_to_dict
+from .stores.records import RecordStore, StoredFact, iso
+from .sync import IndexSync, OutboxOp
 
 if TYPE_CHECKING:
     from .memory import Memory
 
-__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ExportCounts", "ImportReport", "export_user",
-           "fact_to_dict", "import_user"]
+__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ExportCounts", "ImportReport", "export_records", "export_user",
+           "import_records", "import_user", "write_export"]
 
 EXPORT_FORMAT = "zep-memory-export"
 EXPORT_VERSION = 1
@@ -74,38 +78,18 @@ class ImportReport:
     replaced: bool
 
 
-# -- records as JSON ----------------------------------------------------------------------
+def export_user(memory: Memory, user_id: str, out: TextIO, *, embeddings: bool = False) -> ExportCounts:
+    """Write ``user_id``'s memory to ``out`` as JSONL (:meth:`Memory.export_user`)."""
+    return memory.export_user(user_id, out, embeddings=embeddings)
 
 
-def fact_to_dict(fact: Fact, *, scores: bool = False) -> dict[str, Any]:
-    """A fact as a JSON-ready dict (times as ISO strings); ``scores`` adds retrieval scores."""
-    out = {
-        "id": fact.id, "user_id": fact.user_id, "episode_id": fact.episode_id, "content": fact.content,
-        "subject": fact.subject, "predicate": fact.predicate, "object": fact.object,
-        "confidence": fact.confidence, "valid_from": iso(fact.valid_from), "valid_until": iso(fact.valid_until),
-        "superseded_by": fact.superseded_by, "source_message_ids": list(fact.source_message_ids),
-        "created_at": iso(fact.created_at), "expired_at": iso(fact.expired_at),
-    }
-    if scores:
-        out.update(score=fact.score, semantic_score=fact.semantic_score, graph_score=fact.graph_score)
-    return out
+def import_user(memory: Memory, lines: Iterable[str], *, replace: bool = False,
+                user_id: str | None = None) -> ImportReport:
+    """Write an export back into ``memory``, as it was (:meth:`Memory.import_user`)."""
+    return memory.import_user(lines, replace=replace, user_id=user_id)
 
 
-def entity_to_dict(entity: Entity) -> dict[str, Any]:
-    """An entity as a JSON-ready dict."""
-    return {"id": entity.id, "user_id": entity.user_id, "name": entity.name, "entity_type": entity.entity_type,
-            "summary": entity.summary, "fact_count": entity.fact_count,
-            "last_updated": iso(entity.last_updated), "aliases": list(entity.aliases)}
-
-
-def _message_to_dict(m: Message) -> dict[str, Any]:
-    return {"id": m.id, "role": m.role, "name": m.name, "content": m.content, "timestamp": iso(m.timestamp)}
-
-
-def _episode_to_dict(e: Episode) -> dict[str, Any]:
-    return {"type": "episode", "id": e.id, "user_id": e.user_id, "session_id": e.session_id,
-            "summary": e.summary, "created_at": iso(e.created_at), "status": e.status, "error": e.error,
-            "messages": [_message_to_dict(m) for m in e.messages]}
+# -- export -----------------------------------------------------------------------------------
 
 
 def _vector_to_text(vector: np.ndarray) -> str:
@@ -124,39 +108,23 @@ def _vector_from_text(text: Any, where: str) -> np.ndarray:
     return np.frombuffer(raw, dtype="<f4").astype(np.float32)
 
 
-# -- export -----------------------------------------------------------------------------------
-
-
-def export_user(memory: Memory, user_id: str, out: TextIO, *, embeddings: bool = False) -> ExportCounts:
-    """Write ``user_id``'s memory to ``out`` as JSONL.
+def export_records(records: RecordStore, embedder: Embedder, user_id: str, *,
+                   embeddings: bool = False) -> Iterator[dict[str, Any]]:
+    """Every record of a user as JSON-ready dicts, header first, in the export's fixed order.
 
     Args:
-        memory: an open memory.
-        user_id: the user to export.
-        out: a text stream.
-        embeddings: include the stored vectors (base64 float32), so that an import
-            with the same embedder needs no embedding.
-
-    Returns:
-        How many records of each kind were written.
-
-    Raises:
-        NotFoundError: the user is unknown.
+        records: the record store.
+        embedder: the memory's embedder (its identity goes in the header).
+        user_id: the user, known to exist.
+        embeddings: include the stored vectors (base64 float32).
 
     """
-    if not memory.has_user(user_id):
-        raise NotFoundError(f"unknown user {user_id!r}: nothing is stored for it in {memory.data_dir}")
-    records = memory.records
-    header = {"type": EXPORT_FORMAT, "version": EXPORT_VERSION, "user_id": user_id,
-              "embedder": {"name": memory.embedder.name, "dimension": memory.embedder.dimension}
-              if embeddings else None}
-    _write(out, header)
-    counts = {"episodes": 0, "entities": 0, "facts": 0, "chat_messages": 0}
+    yield {"type": EXPORT_FORMAT, "version": EXPORT_VERSION, "user_id": user_id,
+           "embedder": {"name": embedder.name, "dimension": embedder.dimension} if embeddings else None}
     for eid in records.episode_ids(user_id=user_id):
         episode = records.get_episode(eid)
         if episode is not None:
-            _write(out, _episode_to_dict(episode))
-            counts["episodes"] += 1
+            yield {"type": "episode", **episode_to_dict(episode)}
     for ids in records.iter_entity_ids(user_id, batch=_BATCH):
         entities = records.get_entities(user_id, ids)
         changed = records.entity_changed_at(ids)
@@ -165,8 +133,7 @@ def export_user(memory: Memory, user_id: str, out: TextIO, *, embeddings: bool =
             row = {"type": "entity", **entity_to_dict(entities[eid]), "changed_at": changed.get(eid)}
             if embeddings:
                 row["embedding"] = _vector_to_text(vectors[eid])
-            _write(out, row)
-            counts["entities"] += 1
+            yield row
     for ids in records.iter_fact_ids(user_id, batch=_BATCH):
         stored = records.stored_facts(ids)
         for fid in ids:
@@ -174,17 +141,21 @@ def export_user(memory: Memory, user_id: str, out: TextIO, *, embeddings: bool =
             row = {"type": "fact", **fact_to_dict(s.fact), "subject_id": s.subject_id, "object_id": s.object_id}
             if embeddings:
                 row["embedding"] = _vector_to_text(s.embedding)
-            _write(out, row)
-            counts["facts"] += 1
+            yield row
     for session_id, message, episode_id in records.session_rows(user_id):
-        _write(out, {"type": "chat_message", "session_id": session_id, **_message_to_dict(message),
-                     "episode_id": episode_id})
-        counts["chat_messages"] += 1
-    return ExportCounts(**counts)
+        yield {"type": "chat_message", "session_id": session_id, **message_to_dict(message),
+               "episode_id": episode_id}
 
 
-def _write(out: TextIO, row: Mapping[str, Any]) -> None:
-    out.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+def write_export(rows: Iterable[Mapping[str, Any]], out: TextIO) -> ExportCounts:
+    """Write export rows as JSONL; count what was written."""
+    counts = {"episode": 0, "entity": 0, "fact": 0, "chat_message": 0}
+    for row in rows:
+        out.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+        if row["type"] in counts:
+            counts[row["type"]] += 1
+    return ExportCounts(episodes=counts["episode"], entities=counts["entity"], facts=counts["fact"],
+                        chat_messages=counts["chat_message"])
 
 
 # -- import ------------------------------------------------------------------------------------
@@ -199,17 +170,20 @@ class _Parsed:
     chat: list[tuple[str, Message, str | None]]
 
 
-def import_user(memory: Memory, lines: Iterable[str], *, replace: bool = False,
-                user_id: str | None = None) -> ImportReport:
-    """Write an export back into ``memory``, as it was, without re-extraction.
+def import_records(records: RecordStore, sync: IndexSync, embedder: Embedder, lines: Iterable[str], *,
+                   replace: bool = False, user_id: str | None = None, data_dir: Path | None = None) -> ImportReport:
+    """Write an export back, as it was, without re-extraction, in one transaction.
 
     Args:
-        memory: an open memory.
+        records: the record store.
+        sync: the write step (the indexes are brought in line before returning).
+        embedder: re-embeds the texts when the export carries no vectors of this embedder.
         lines: the JSONL export (an open file works).
         replace: forget the user's current memory first; without it, importing a
             user that already has memory is refused.
         user_id: when given, the export must be of this user (entity ids derive from
             the user, so a memory cannot be imported under another user id).
+        data_dir: named in error messages.
 
     Returns:
         What was written, and whether the texts had to be embedded again.
@@ -225,34 +199,31 @@ def import_user(memory: Memory, lines: Iterable[str], *, replace: bool = False,
     if user_id is not None and user_id != user:
         raise ValidationError(f"the export holds the memory of {user!r}, not {user_id!r}; a memory is imported "
                               "under its own user id")
-    reembed = _needs_reembedding(memory, parsed)
-    _check_free(memory, parsed, replace)
-    entity_vecs, fact_vecs = _vectors(memory, parsed, reembed)
-    records = memory.records
-    with memory._write_lock:
-        replaced = replace and memory.has_user(user)
-        with records.transaction():  # one transaction: a failed import leaves the old memory as it was
-            if replaced:
-                records.delete_user(user)
-                records.add_outbox([("forget_user", user, None, None)])
-            for episode in parsed.episodes:
-                records.insert_episode(episode, [m.id for m in episode.messages])
-                if episode.error is not None:
-                    records.set_episode_status(episode.id, episode.status, error=episode.error)
-            by_changed: dict[str | None, list[tuple[Entity, np.ndarray]]] = {}
-            for (entity, changed_at, _), vec in zip(parsed.entities, entity_vecs):
-                by_changed.setdefault(changed_at, []).append((entity, vec))
-            for changed_at, rows in by_changed.items():
-                records.insert_entities(rows, changed_at)
-            records.set_entity_summaries((e.id, e.summary, e.fact_count, iso(e.last_updated))
-                                         for e, _, _ in parsed.entities)
-            records.add_aliases((user, alias, e.id) for e, _, _ in parsed.entities for alias in e.aliases)
-            records.write_facts(StoredFact(s.fact, s.subject_id, s.object_id, v)
-                                for (s, _), v in zip(parsed.facts, fact_vecs))
-            records.insert_session_rows(user, parsed.chat)
-            records.add_outbox([("entity", user, e.id, None) for e, _, _ in parsed.entities]
-                               + [("fact", user, s.fact.id, None) for s, _ in parsed.facts])
-        memory._drain_outbox()
+    reembed = _needs_reembedding(embedder, parsed)
+    _check_free(records, parsed, replace, data_dir)
+    entity_vecs, fact_vecs = _vectors(embedder, parsed, reembed)
+    with sync.transaction(apply_now=True) as ops:  # one transaction: a failed import leaves the old memory
+        replaced = replace and records.has_user(user)
+        if replaced:
+            records.delete_user(user)
+            ops.append(OutboxOp.forget_user(user))
+        for episode in parsed.episodes:
+            records.insert_episode(episode, [m.id for m in episode.messages])
+            if episode.error is not None:
+                records.set_episode_status(episode.id, episode.status, error=episode.error)
+        by_changed: dict[str | None, list[tuple[Entity, np.ndarray]]] = {}
+        for (entity, changed_at, _), vec in zip(parsed.entities, entity_vecs):
+            by_changed.setdefault(changed_at, []).append((entity, vec))
+        for changed_at, rows in by_changed.items():
+            records.insert_entities(rows, changed_at)
+        records.set_entity_summaries((user, e.id, e.summary, e.fact_count, iso(e.last_updated))
+                                     for e, _, _ in parsed.entities)
+        records.add_aliases((user, alias, e.id) for e, _, _ in parsed.entities for alias in e.aliases)
+        records.write_facts(StoredFact(s.fact, s.subject_id, s.object_id, v)
+                            for (s, _), v in zip(parsed.facts, fact_vecs))
+        records.insert_session_rows(user, parsed.chat)
+        ops += [OutboxOp.entity(user, e.id) for e, _, _ in parsed.entities]
+        ops += [OutboxOp.fact(user, s.fact.id) for s, _ in parsed.facts]
     return ImportReport(user_id=user, episodes=len(parsed.episodes), entities=len(parsed.entities),
                         facts=len(parsed.facts), chat_messages=len(parsed.chat), reembedded=reembed,
                         replaced=replaced)
@@ -349,14 +320,14 @@ def _chat_from(row: Any, where: str) -> tuple[str, Message, str | None]:
     return session, message, row.get("episode_id")
 
 
-def _needs_reembedding(memory: Memory, parsed: _Parsed) -> bool:
+def _needs_reembedding(embedder: Embedder, parsed: _Parsed) -> bool:
     """Whether the stored vectors are missing or were made by another embedder."""
-    embedder = parsed.header.get("embedder") or {}
-    same = (embedder.get("name") == memory.embedder.name and embedder.get("dimension") == memory.embedder.dimension)
+    made_by = parsed.header.get("embedder") or {}
+    same = made_by.get("name") == embedder.name and made_by.get("dimension") == embedder.dimension
     complete = (all(v is not None for _, _, v in parsed.entities) and all(has for _, has in parsed.facts))
     if not (same and complete):
         return True
-    dim = memory.embedder.dimension
+    dim = embedder.dimension
     bad = [e.id for e, _, v in parsed.entities if len(v) != dim] + [s.fact.id for s, _ in parsed.facts
                                                                    if len(s.embedding) != dim]
     if bad:
@@ -365,32 +336,32 @@ def _needs_reembedding(memory: Memory, parsed: _Parsed) -> bool:
     return False
 
 
-def _check_free(memory: Memory, parsed: _Parsed, replace: bool) -> None:
+def _check_free(records: RecordStore, parsed: _Parsed, replace: bool, data_dir: Path | None) -> None:
     """Refuse to overwrite a user's memory, or ids that belong to another user."""
     user = parsed.header["user_id"]
-    if memory.has_user(user) and not replace:
-        raise ValidationError(f"user {user!r} already has memory in {memory.data_dir}; forget it first "
+    if records.has_user(user) and not replace:
+        raise ValidationError(f"user {user!r} already has memory in {data_dir}; forget it first "
                               "(`zep-memory forget`) or import with --replace")
     for episode in parsed.episodes:
-        owner = memory.records.episode_owner(episode.id)
+        owner = records.episode_owner(episode.id)
         if owner is not None and owner != user:
             raise ValidationError(f"episode id {episode.id!r} already belongs to user {owner!r}")
     fact_ids = [s.fact.id for s, _ in parsed.facts]
     for i in range(0, len(fact_ids), _BATCH):
-        taken = [s for s in memory.records.stored_facts(fact_ids[i:i + _BATCH]).values() if s.fact.user_id != user]
+        taken = [s for s in records.stored_facts(fact_ids[i:i + _BATCH]).values() if s.fact.user_id != user]
         if taken:
             raise ValidationError(f"fact id {taken[0].fact.id!r} already belongs to user {taken[0].fact.user_id!r}")
 
 
-def _vectors(memory: Memory, parsed: _Parsed, reembed: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def _vectors(embedder: Embedder, parsed: _Parsed, reembed: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
     if not reembed:
         return [v for _, _, v in parsed.entities], [s.embedding for s, _ in parsed.facts]
-    return (_embed(memory, [e.name for e, _, _ in parsed.entities]),
-            _embed(memory, [s.fact.content for s, _ in parsed.facts]))
+    return (_embed(embedder, [e.name for e, _, _ in parsed.entities]),
+            _embed(embedder, [s.fact.content for s, _ in parsed.facts]))
 
 
-def _embed(memory: Memory, texts: list[str]) -> list[np.ndarray]:
+def _embed(embedder: Embedder, texts: list[str]) -> list[np.ndarray]:
     out: list[np.ndarray] = []
     for i in range(0, len(texts), _BATCH):
-        out.extend(np.asarray(memory.embedder.embed(texts[i:i + _BATCH]), dtype=np.float32))
+        out.extend(np.asarray(embedder.embed(texts[i:i + _BATCH]), dtype=np.float32))
     return out

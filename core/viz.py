@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, NotFoundError
-from .models import Fact
+from .models import Fact, to_utc
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -49,43 +49,45 @@ def graph_data(memory: Memory, user_id: str, *, max_nodes: int = 400) -> dict[st
         NotFoundError: the user is unknown.
 
     """
-    if not memory.has_user(user_id):
-        raise NotFoundError(f"unknown user {user_id!r}: nothing is stored for it in {memory.data_dir}")
-    records = memory.records
-    entities = {}
-    for ids in records.iter_entity_ids(user_id):
-        entities.update(records.get_entities(user_id, ids))
+    entities: dict[str, dict[str, Any]] = {}
     edges, attributes = [], {}
     contents = {}
-    for ids in records.iter_fact_ids(user_id):
-        for s in records.stored_facts(ids).values():
-            f = s.fact
-            contents[f.id] = f.content
-            if s.object_id and s.object_id in entities and s.subject_id in entities:
-                edges.append({"id": f.id, "source": s.subject_id, "target": s.object_id, "predicate": f.predicate,
-                              "content": f.content, "current": f.is_current, **_dates(f)})
-            elif s.subject_id in entities:
-                attributes.setdefault(s.subject_id, []).append(
-                    {"content": f.content, "current": f.is_current, **_dates(f)})
+    for row in memory.export_records(user_id):
+        if row["type"] == "entity":
+            entities[row["id"]] = row
+        elif row["type"] == "fact":
+            current = row["valid_until"] is None and row["superseded_by"] is None
+            contents[row["id"]] = row["content"]
+            if row["object_id"] and row["object_id"] in entities and row["subject_id"] in entities:
+                edges.append({"id": row["id"], "source": row["subject_id"], "target": row["object_id"],
+                              "predicate": row["predicate"], "content": row["content"], "current": current,
+                              **_dates(row)})
+            elif row["subject_id"] in entities:
+                attributes.setdefault(row["subject_id"], []).append(
+                    {"content": row["content"], "current": current, **_dates(row)})
     for e in edges:
         e["superseded_by_content"] = contents.get(e["superseded_by"]) if e["superseded_by"] else None
     degree = {eid: 0 for eid in entities}
     for e in edges:
         degree[e["source"]] += 1
         degree[e["target"]] += 1
-    keep = set(sorted(entities, key=lambda i: (-degree[i], entities[i].name))[:max_nodes])
-    nodes = [{"id": eid, "name": e.name, "type": e.entity_type, "summary": e.summary, "degree": degree[eid],
+    keep = set(sorted(entities, key=lambda i: (-degree[i], entities[i]["name"]))[:max_nodes])
+    nodes = [{"id": eid, "name": e["name"], "type": e["entity_type"], "summary": e["summary"], "degree": degree[eid],
               "attributes": sorted(attributes.get(eid, []), key=lambda a: a["valid_from"])}
-             for eid, e in sorted(entities.items(), key=lambda kv: kv[1].name.lower()) if eid in keep]
+             for eid, e in sorted(entities.items(), key=lambda kv: kv[1]["name"].lower()) if eid in keep]
     edges = sorted((e for e in edges if e["source"] in keep and e["target"] in keep),
                    key=lambda e: (e["valid_from"], e["id"]))
     return {"user_id": user_id, "nodes": nodes, "edges": edges, "omitted_nodes": len(entities) - len(keep)}
 
 
-def _dates(f: Fact) -> dict[str, Any]:
-    return {"valid_from": f.valid_from.strftime(_DAY),
-            "valid_until": f.valid_until.strftime(_DAY) if f.valid_until else None,
-            "superseded_by": f.superseded_by}
+def _dates(fact: dict[str, Any]) -> dict[str, Any]:
+    """A fact row's validity as days (``YYYY-MM-DD``)."""
+    return {"valid_from": _day_of(fact["valid_from"]), "valid_until": _day_of(fact["valid_until"]),
+            "superseded_by": fact["superseded_by"]}
+
+
+def _day_of(text: str | None) -> str | None:
+    return to_utc(text).strftime(_DAY) if text else None
 
 
 def graph_html(memory: Memory, user_id: str, *, title: str | None = None) -> str:

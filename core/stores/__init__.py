@@ -1,1 +1,132 @@
-"""The three stores: SQLite (records), Chroma (vectors), Kùzu (graph)."""
+"""The three stores: SQLite (records), Chroma (vectors), Kùzu (graph), opened together.
+
+:func:`open_stores` is the one place that knows where each store lives and how a data
+folder is opened: it takes the folder lock, opens the record store, checks after a
+crash that Chroma's files will load, and opens the two derived indexes.
+:class:`zep_core.Memory` receives its stores from it — or from any function with the
+same signature (``Memory(config, stores=my_open_stores)``), so a server-grade vector
+or graph store plugs in without the domain code asking which backend it has.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from ..errors import StoreError
+from ..lock import DataDirLock
+from .base import GraphIndex, VectorIndex
+from .records import RecordStore
+
+if TYPE_CHECKING:
+    from ..config import MemoryConfig
+
+__all__ = ["StoreOpener", "Stores", "open_stores"]
+
+log = logging.getLogger("zep_core")
+
+
+@dataclass
+class Stores:
+    """The system of record and the two indexes derived from it.
+
+    Attributes:
+        records: SQLite, the system of record.
+        vectors: the vector index (derived; rebuilt from ``records``).
+        graph: the graph index (derived; rebuilt from ``records``).
+        lock: the data folder's lock, released by :meth:`close`; None when the stores
+            need none (e.g. server stores).
+
+    """
+
+    records: RecordStore
+    vectors: VectorIndex
+    graph: GraphIndex
+    lock: DataDirLock | None = None
+
+    @property
+    def recovering(self) -> bool:
+        """Whether the last holder of the folder crashed and recovery has not finished yet."""
+        return self.lock is not None and self.lock.unclean_since is not None
+
+    def close(self, *, clean: bool = True) -> None:
+        """Close every store (best effort) and release the lock.
+
+        Args:
+            clean: record a clean close; ``False`` keeps the crash record, so the next
+                open checks the stores again.
+
+        """
+        _close_all([self.graph, self.vectors, self.records])
+        if self.lock is not None:
+            self.lock.release(clean=clean)
+
+
+class StoreOpener(Protocol):
+    """Anything that opens the stores of a config (:func:`open_stores` is the default)."""
+
+    def __call__(self, config: MemoryConfig) -> Stores:
+        """Open the stores ``config`` names."""
+        ...
+
+
+def open_stores(config: MemoryConfig) -> Stores:
+    """Open (or create) the data folder of ``config``: lock, SQLite, Chroma and Kùzu.
+
+    Raises:
+        StoreLockedError: another process has the folder open.
+        StoreError: a store cannot be opened (the message names it).
+
+    """
+    from .graph import KuzuGraphIndex
+    from .vectors import ChromaVectorIndex
+
+    root = config.data_path
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the data folder {root}: {exc}") from exc
+    lock = DataDirLock(root / ".zep.lock")
+    lock.acquire()
+    opened: list[object] = []
+    try:
+        records = RecordStore(root / "zep.db", busy_timeout_ms=config.busy_timeout_ms)
+        opened.append(records)
+        if lock.unclean_since is not None and not config.chroma_url:
+            _check_chroma_files(records, root, lock.unclean_since)
+        vectors = ChromaVectorIndex(root / "chroma", url=config.chroma_url)
+        opened.append(vectors)
+        graph = KuzuGraphIndex(root / "graph", buffer_pool_mb=config.graph_buffer_pool_mb)
+    except BaseException:
+        _close_all(reversed(opened))
+        lock.release(clean=lock.unclean_since is None)  # a crash not yet recovered from stays one
+        raise
+    return Stores(records, vectors, graph, lock)
+
+
+def _check_chroma_files(records: RecordStore, root, since: float) -> None:
+    """After a crash, make sure Chroma's files will not crash this process.
+
+    Chroma writes its HNSW files in place, so a process killed meanwhile can leave
+    files that segfault the next reader. They are loaded in a child process first
+    (see :mod:`zep_core.stores.chroma_check`); if that fails they are deleted and a
+    rebuild from SQLite is recorded as pending, to run once the stores are open.
+    """
+    from .chroma_check import chroma_loads
+
+    chroma_dir = root / "chroma"
+    if chroma_loads(chroma_dir, since):
+        return
+    log.warning("rebuilding the vector index of %s from SQLite after an unclean shutdown", root)
+    records.set_meta("rebuild", "pending")
+    shutil.rmtree(chroma_dir, ignore_errors=True)
+
+
+def _close_all(stores) -> None:
+    for store in stores:
+        try:
+            store.close()
+        except Exception:  # closing is best effort; the lock is what matters
+            log.debug("closing %s failed", type(store).__name__, exc_info=True)

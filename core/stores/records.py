@@ -17,8 +17,6 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,106 +24,23 @@ import numpy as np
 import sqlite_utils
 
 from ..errors import StoreError
-from ..models import Entity, Episode, Fact, Message, to_utc
+from ..models import Entity, Episode, Fact, Message
 
 __all__ = ["RecordStore", "StoredFact", "iso", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS episodes (
-    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, session_id TEXT NOT NULL,
-    summary TEXT, created_at TEXT NOT NULL, status TEXT NOT NULL, error TEXT,
-    usage TEXT, attempts INTEGER NOT NULL DEFAULT 0);
-CREATE INDEX IF NOT EXISTS episodes_session ON episodes(user_id, session_id);
-CREATE INDEX IF NOT EXISTS episodes_status ON episodes(status);
-CREATE TABLE IF NOT EXISTS messages (
-    episode_id TEXT NOT NULL, seq INTEGER NOT NULL, user_id TEXT NOT NULL,
-    message_id TEXT NOT NULL, role TEXT NOT NULL, name TEXT, content TEXT NOT NULL,
-    timestamp TEXT, PRIMARY KEY (episode_id, seq));
-CREATE INDEX IF NOT EXISTS messages_user ON messages(user_id);
-CREATE TABLE IF NOT EXISTS facts (
-    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, episode_id TEXT,
-    subject TEXT NOT NULL, predicate TEXT NOT NULL, object TEXT NOT NULL,
-    content TEXT NOT NULL, confidence REAL NOT NULL,
-    valid_from TEXT NOT NULL, valid_until TEXT, superseded_by TEXT,
-    created_at TEXT, expired_at TEXT, source_message_ids TEXT NOT NULL,
-    subject_id TEXT NOT NULL, object_id TEXT, embedding BLOB NOT NULL,
-    CHECK (valid_until IS NULL OR valid_from <= valid_until),
-    CHECK (confidence >= 0 AND confidence <= 1));
-CREATE INDEX IF NOT EXISTS facts_subject ON facts(user_id, subject_id, valid_until);
-CREATE INDEX IF NOT EXISTS facts_object ON facts(user_id, object_id, valid_until);
-CREATE INDEX IF NOT EXISTS facts_predicate ON facts(user_id, predicate);
-CREATE TABLE IF NOT EXISTS entities (
-    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL,
-    entity_type TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '',
-    fact_count INTEGER NOT NULL DEFAULT 0, last_updated TEXT, changed_at TEXT,
-    embedding BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS entities_user ON entities(user_id, entity_type);
-CREATE INDEX IF NOT EXISTS entities_changed ON entities(changed_at);
-CREATE TABLE IF NOT EXISTS aliases (
-    user_id TEXT NOT NULL, alias TEXT NOT NULL, entity_id TEXT NOT NULL,
-    PRIMARY KEY (user_id, alias));
-CREATE INDEX IF NOT EXISTS aliases_entity ON aliases(entity_id);
-CREATE TABLE IF NOT EXISTS outbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, op TEXT NOT NULL, user_id TEXT NOT NULL,
-    ref_id TEXT, payload TEXT);
-CREATE TABLE IF NOT EXISTS session_messages (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL,
-    session_id TEXT NOT NULL, role TEXT NOT NULL, name TEXT, content TEXT NOT NULL,
-    message_id TEXT, timestamp TEXT, episode_id TEXT);
-CREATE INDEX IF NOT EXISTS session_messages_session
-    ON session_messages(user_id, session_id, seq);
-"""
-
-_FACT_COLUMNS = (
-    "id, user_id, episode_id, subject, predicate, object, content, confidence, valid_from, "
-    "valid_until, superseded_by, created_at, expired_at, source_message_ids, subject_id, object_id"
+from .schema import (
+    FACT_COLUMNS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    StoredFact,
+    blob,
+    entity_from_row,
+    fact_from_row,
+    iso,
+    parse_time,
 )
 
-
-def iso(value: datetime | None) -> str | None:
-    """Serialize a UTC datetime so that string order is time order."""
-    if value is None:
-        return None
-    v = to_utc(value)
-    return (f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
-            f".{v.microsecond:06d}+00:00")
-
-
-def _dt(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
-
-
-def _blob(vector: np.ndarray) -> bytes:
-    return np.asarray(vector, dtype=np.float32).tobytes()
-
-
-@dataclass(frozen=True)
-class StoredFact:
-    """A fact with what the stores need beside it: entity ids and its vector."""
-
-    fact: Fact
-    subject_id: str
-    object_id: str | None
-    embedding: np.ndarray
-
-
-def _fact_from_row(row: Sequence[Any]) -> Fact:
-    return Fact(
-        id=row[0], user_id=row[1], episode_id=row[2], subject=row[3], predicate=row[4],
-        object=row[5], content=row[6], confidence=row[7], valid_from=_dt(row[8]),
-        valid_until=_dt(row[9]), superseded_by=row[10], created_at=_dt(row[11]),
-        expired_at=_dt(row[12]), source_message_ids=tuple(json.loads(row[13])),
-    )
-
-
-def _entity_from_row(row: Sequence[Any], aliases: Sequence[str] = ()) -> Entity:
-    return Entity(id=row[0], user_id=row[1], name=row[2], entity_type=row[3], summary=row[4],
-                  fact_count=row[5], last_updated=_dt(row[6]), aliases=tuple(aliases))
-
-
+_CHUNK = 500  # ids per ``IN (?, …)`` list
 class RecordStore:
     """The SQLite system of record. Every method is scoped by ``user_id``."""
 
@@ -138,7 +53,7 @@ class RecordStore:
             self.db.enable_wal()
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
-            conn.executescript(_SCHEMA)
+            conn.executescript(SCHEMA)
         except sqlite3.Error as exc:
             raise StoreError(f"could not open the record store {path}: {exc}") from exc
         self.path = path
@@ -171,11 +86,26 @@ class RecordStore:
 
     def _exec(self, sql: str, params: Sequence[Any] | dict = ()) -> None:
         with self._lock:
-            self.db.execute(sql, params)
+            try:
+                self.db.execute(sql, params)
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite write failed in {self.path}: {exc}") from exc
 
     def _many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         with self._lock:
-            self.db.conn.executemany(sql, rows)
+            try:
+                self.db.conn.executemany(sql, rows)
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite write failed in {self.path}: {exc}") from exc
+
+    def _rows_in(self, sql: str, ids: Sequence[str], before: Sequence[Any] = ()) -> list[tuple]:
+        """Run ``sql`` once per chunk of ``ids``, its ``{ids}`` standing for the chunk's ``?`` list."""
+        out: list[tuple] = []
+        unique = list(dict.fromkeys(ids))
+        for i in range(0, len(unique), _CHUNK):
+            chunk = unique[i:i + _CHUNK]
+            out += self._rows(sql.replace("{ids}", ",".join("?" * len(chunk))), [*before, *chunk])
+        return out
 
     def close(self) -> None:
         """Close the connection."""
@@ -247,10 +177,10 @@ class RecordStore:
         r = rows[0]
         msgs = self._rows("SELECT message_id, role, name, content, timestamp FROM messages "
                           "WHERE episode_id = ? ORDER BY seq", [episode_id])
-        messages = tuple(Message(content=m[3], role=m[1], name=m[2], id=m[0], timestamp=_dt(m[4]))
+        messages = tuple(Message(content=m[3], role=m[1], name=m[2], id=m[0], timestamp=parse_time(m[4]))
                          for m in msgs)
         return Episode(id=r[0], user_id=r[1], session_id=r[2], summary=r[3],
-                       created_at=_dt(r[4]), status=r[5], error=r[6], messages=messages)
+                       created_at=parse_time(r[4]), status=r[5], error=r[6], messages=messages)
 
     def episode_ids(self, *, user_id: str | None = None, status: str | None = None,
                     limit: int = 1_000_000) -> list[str]:
@@ -271,12 +201,12 @@ class RecordStore:
     def write_facts(self, facts: Iterable[StoredFact]) -> None:
         """Insert or replace fact rows (call inside :meth:`transaction`)."""
         self._many(
-            f"INSERT OR REPLACE INTO facts({_FACT_COLUMNS}, embedding) "
+            f"INSERT OR REPLACE INTO facts({FACT_COLUMNS}, embedding) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(f.id, f.user_id, f.episode_id, f.subject, f.predicate, f.object, f.content,
               f.confidence, iso(f.valid_from), iso(f.valid_until), f.superseded_by,
               iso(f.created_at), iso(f.expired_at), json.dumps(list(f.source_message_ids)),
-              s.subject_id, s.object_id, _blob(s.embedding))
+              s.subject_id, s.object_id, blob(s.embedding))
              for s in facts for f in [s.fact]])
 
     def update_facts(self, facts: Iterable[Fact]) -> None:
@@ -290,23 +220,14 @@ class RecordStore:
 
     def get_facts(self, user_id: str, ids: Sequence[str]) -> dict[str, Fact]:
         """Facts by id, for one user only."""
-        out: dict[str, Fact] = {}
-        for chunk in _chunks(list(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            for row in self._rows(f"SELECT {_FACT_COLUMNS} FROM facts WHERE user_id = ? AND id IN ({marks})",
-                                  [user_id, *chunk]):
-                out[row[0]] = _fact_from_row(row)
-        return out
+        rows = self._rows_in(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND id IN ({{ids}})", ids, [user_id])
+        return {row[0]: fact_from_row(row) for row in rows}
 
     def stored_facts(self, ids: Sequence[str]) -> dict[str, StoredFact]:
         """Facts by id with entity ids and vectors (any user: the outbox uses it)."""
-        out: dict[str, StoredFact] = {}
-        for chunk in _chunks(list(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            for row in self._rows(f"SELECT {_FACT_COLUMNS}, embedding FROM facts WHERE id IN ({marks})", chunk):
-                out[row[0]] = StoredFact(_fact_from_row(row), row[14], row[15],
-                                         np.frombuffer(row[16], dtype=np.float32))
-        return out
+        rows = self._rows_in(f"SELECT {FACT_COLUMNS}, embedding FROM facts WHERE id IN ({{ids}})", ids)
+        return {row[0]: StoredFact(fact_from_row(row), row[14], row[15], np.frombuffer(row[16], dtype=np.float32))
+                for row in rows}
 
     def iter_fact_ids(self, user_id: str | None = None, batch: int = 2000) -> Iterator[list[str]]:
         """Every fact id, in batches (for rebuilds and checks)."""
@@ -324,13 +245,8 @@ class RecordStore:
 
     def fact_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of some facts of one user."""
-        out: dict[str, np.ndarray] = {}
-        for chunk in _chunks(list(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            for fid, blob in self._rows(
-                    f"SELECT id, embedding FROM facts WHERE user_id = ? AND id IN ({marks})", [user_id, *chunk]):
-                out[fid] = np.frombuffer(blob, dtype=np.float32)
-        return out
+        rows = self._rows_in("SELECT id, embedding FROM facts WHERE user_id = ? AND id IN ({ids})", ids, [user_id])
+        return {fid: np.frombuffer(blob, dtype=np.float32) for fid, blob in rows}
 
     def current_facts_about(self, user_id: str, entity_ids: Sequence[str], *, limit: int = 10_000) -> list[Fact]:
         """Current facts whose subject is one of ``entity_ids``."""
@@ -338,19 +254,21 @@ class RecordStore:
             return []
         marks = ",".join("?" * len(entity_ids))
         rows = self._rows(
-            f"SELECT {_FACT_COLUMNS} FROM facts WHERE user_id = ? AND subject_id IN ({marks}) "
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND subject_id IN ({marks}) "
             "AND valid_until IS NULL AND superseded_by IS NULL LIMIT ?", [user_id, *entity_ids, limit])
-        return [_fact_from_row(r) for r in rows]
+        return [fact_from_row(r) for r in rows]
 
     def rule_candidates(self, user_id: str, subject_ids: Sequence[str], *, single_valued: Sequence[str],
                         statements: Sequence[str], ids: Sequence[str] = ()) -> list[Fact]:
         """The current facts the update rules can touch for these subjects, and no others.
 
         That is every non-statement fact of the subjects (rivals and restatements), the
-        statement facts restated word for word (``statements``), those quoting a message
-        a single-valued fact came from (they retire with it), and ``ids`` (facts an
-        extractor flagged). A speaker's hundreds of other statement facts stay unread,
-        so ingestion does not slow down as a user's memory grows.
+        statement facts restated word for word (``statements``), ``ids`` (facts an
+        extractor flagged as contradicted), and the statement facts quoting a message
+        that a fact which can be retired came from — a single-valued fact or a flagged
+        one — since they retire with it (:func:`zep_core.temporal.plan_updates`). A
+        speaker's hundreds of other statement facts stay unread, so ingestion does not
+        slow down as a user's memory grows.
         """
         if not subject_ids:
             return []
@@ -360,14 +278,14 @@ class RecordStore:
         fid = ",".join("?" * len(ids)) or "NULL"
         current = "valid_until IS NULL AND superseded_by IS NULL"
         sql = (
-            f"SELECT {_FACT_COLUMNS} FROM facts WHERE user_id = ? AND subject_id IN ({subj}) AND {current} AND ("
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND subject_id IN ({subj}) AND {current} AND ("
             f"predicate != 'statement' OR object IN ({st}) OR id IN ({fid}) OR EXISTS ("
             "SELECT 1 FROM json_each(facts.source_message_ids) j WHERE j.value IN ("
             "SELECT j2.value FROM facts f2, json_each(f2.source_message_ids) j2 WHERE f2.user_id = ? "
-            f"AND f2.subject_id IN ({subj}) AND f2.predicate IN ({sv}) "
+            f"AND f2.subject_id IN ({subj}) AND (f2.predicate IN ({sv}) OR f2.id IN ({fid})) "
             "AND f2.valid_until IS NULL AND f2.superseded_by IS NULL)))")
-        params = [user_id, *subject_ids, *statements, *ids, user_id, *subject_ids, *single_valued]
-        return [_fact_from_row(r) for r in self._rows(sql, params)]
+        params = [user_id, *subject_ids, *statements, *ids, user_id, *subject_ids, *single_valued, *ids]
+        return [fact_from_row(r) for r in self._rows(sql, params)]
 
     def facts_touching(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
                        limit: int = 500) -> list[str]:
@@ -390,9 +308,9 @@ class RecordStore:
     def entity_history(self, user_id: str, entity_id: str) -> list[Fact]:
         """Every fact with the entity as subject or object, by valid_from ascending."""
         rows = self._rows(
-            f"SELECT {_FACT_COLUMNS} FROM facts WHERE user_id = ? AND (subject_id = ? OR object_id = ?) "
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND (subject_id = ? OR object_id = ?) "
             "ORDER BY valid_from, created_at, id", [user_id, entity_id, entity_id])
-        return [_fact_from_row(r) for r in rows]
+        return [fact_from_row(r) for r in rows]
 
     def count_facts(self, user_id: str | None = None) -> dict[str, int]:
         """Counts of current and superseded facts."""
@@ -406,21 +324,15 @@ class RecordStore:
 
     def entity_ids_for_aliases(self, user_id: str, aliases: Sequence[str]) -> dict[str, str]:
         """Map normalized aliases to entity ids, for the ones that exist."""
-        out: dict[str, str] = {}
-        for chunk in _chunks(list(dict.fromkeys(aliases)), 500):
-            marks = ",".join("?" * len(chunk))
-            for alias, eid in self._rows(
-                    f"SELECT alias, entity_id FROM aliases WHERE user_id = ? AND alias IN ({marks})",
-                    [user_id, *chunk]):
-                out[alias] = eid
-        return out
+        return dict(self._rows_in("SELECT alias, entity_id FROM aliases WHERE user_id = ? AND alias IN ({ids})",
+                                  aliases, [user_id]))
 
     def insert_entities(self, rows: Iterable[tuple[Entity, np.ndarray]], changed_at: str) -> None:
         """Create entities with their vectors (call inside :meth:`transaction`)."""
         self._many(
             "INSERT OR IGNORE INTO entities(id, user_id, name, entity_type, summary, fact_count, "
             "last_updated, changed_at, embedding) VALUES (?, ?, ?, ?, '', 0, NULL, ?, ?)",
-            [(e.id, e.user_id, e.name, e.entity_type, changed_at, _blob(v)) for e, v in rows])
+            [(e.id, e.user_id, e.name, e.entity_type, changed_at, blob(v)) for e, v in rows])
 
     def add_aliases(self, rows: Iterable[tuple[str, str, str]]) -> None:
         """Add ``(user_id, alias, entity_id)``; an alias already taken keeps its entity."""
@@ -433,28 +345,19 @@ class RecordStore:
 
     def get_entities(self, user_id: str, ids: Sequence[str]) -> dict[str, Entity]:
         """Entities by id, with their aliases, for one user only."""
-        out: dict[str, Entity] = {}
-        for chunk in _chunks(list(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            aliases: dict[str, list[str]] = {}
-            for alias, eid in self._rows(f"SELECT alias, entity_id FROM aliases WHERE user_id = ? "
-                                         f"AND entity_id IN ({marks})", [user_id, *chunk]):
-                aliases.setdefault(eid, []).append(alias)
-            for row in self._rows(
-                    "SELECT id, user_id, name, entity_type, summary, fact_count, last_updated FROM entities "
-                    f"WHERE user_id = ? AND id IN ({marks})", [user_id, *chunk]):
-                out[row[0]] = _entity_from_row(row, sorted(aliases.get(row[0], ())))
-        return out
+        aliases: dict[str, list[str]] = {}
+        for alias, eid in self._rows_in("SELECT alias, entity_id FROM aliases WHERE user_id = ? "
+                                        "AND entity_id IN ({ids})", ids, [user_id]):
+            aliases.setdefault(eid, []).append(alias)
+        rows = self._rows_in("SELECT id, user_id, name, entity_type, summary, fact_count, last_updated FROM entities "
+                             "WHERE user_id = ? AND id IN ({ids})", ids, [user_id])
+        return {row[0]: entity_from_row(row, sorted(aliases.get(row[0], ()))) for row in rows}
 
     def entity_rows(self, ids: Sequence[str]) -> list[tuple[Entity, np.ndarray]]:
         """Entities with vectors (any user: the outbox and rebuild use it)."""
-        out = []
-        for chunk in _chunks(list(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            for row in self._rows("SELECT id, user_id, name, entity_type, summary, fact_count, last_updated, "
-                                  f"embedding FROM entities WHERE id IN ({marks})", chunk):
-                out.append((_entity_from_row(row), np.frombuffer(row[7], dtype=np.float32)))
-        return out
+        rows = self._rows_in("SELECT id, user_id, name, entity_type, summary, fact_count, last_updated, "
+                             "embedding FROM entities WHERE id IN ({ids})", ids)
+        return [(entity_from_row(row), np.frombuffer(row[7], dtype=np.float32)) for row in rows]
 
     def iter_entity_ids(self, user_id: str | None = None, batch: int = 2000) -> Iterator[list[str]]:
         """Every entity id, in batches."""
@@ -472,11 +375,7 @@ class RecordStore:
 
     def entity_changed_at(self, ids: Sequence[str]) -> dict[str, str | None]:
         """When each entity last changed (its refresh mark), as stored (for export)."""
-        out: dict[str, str | None] = {}
-        for chunk in _chunks(list(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            out.update(self._rows(f"SELECT id, changed_at FROM entities WHERE id IN ({marks})", chunk))
-        return out
+        return dict(self._rows_in("SELECT id, changed_at FROM entities WHERE id IN ({ids})", ids))
 
     def stale_entities(self, user_id: str | None, older_than: str, limit: int = 1000) -> list[tuple[str, str]]:
         """``(user_id, entity_id)`` of entities changed since their last refresh and due."""
@@ -488,25 +387,21 @@ class RecordStore:
             params.append(user_id)
         return [(r[0], r[1]) for r in self._rows(sql + " ORDER BY changed_at LIMIT ?", [*params, limit])]
 
-    def set_entity_summaries(self, rows: Iterable[tuple[str, str, int, str]]) -> None:
-        """Write ``(entity_id, summary, fact_count, last_updated)``."""
-        self._many("UPDATE entities SET summary = ?, fact_count = ?, last_updated = ? WHERE id = ?",
-                   [(s, n, t, eid) for eid, s, n, t in rows])
+    def set_entity_summaries(self, rows: Iterable[tuple[str, str, str, int, str | None]]) -> None:
+        """Write ``(user_id, entity_id, summary, fact_count, last_updated)``; only the user's own entities."""
+        self._many("UPDATE entities SET summary = ?, fact_count = ?, last_updated = ? WHERE id = ? AND user_id = ?",
+                   [(s, n, t, eid, user) for user, eid, s, n, t in rows])
 
     def set_embeddings(self, table: str, rows: Iterable[tuple[str, np.ndarray]]) -> None:
         """Replace stored vectors (re-embedding after an embedder change)."""
         if table not in ("facts", "entities"):
             raise ValueError(table)
-        self._many(f"UPDATE {table} SET embedding = ? WHERE id = ?", [(_blob(v), i) for i, v in rows])
+        self._many(f"UPDATE {table} SET embedding = ? WHERE id = ?", [(blob(v), i) for i, v in rows])
 
     def texts(self, table: str, ids: Sequence[str]) -> dict[str, str]:
         """The texts vectors are made from: fact content or entity name."""
         column = {"facts": "content", "entities": "name"}[table]
-        out: dict[str, str] = {}
-        for chunk in _chunks(list(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            out.update(self._rows(f"SELECT id, {column} FROM {table} WHERE id IN ({marks})", chunk))
-        return out
+        return dict(self._rows_in(f"SELECT id, {column} FROM {table} WHERE id IN ({{ids}})", ids))
 
     # -- outbox -----------------------------------------------------------------
 
@@ -556,7 +451,7 @@ class RecordStore:
             sql = f"SELECT * FROM ({sql} ORDER BY seq DESC LIMIT ?)"
             params.append(limit)
         rows = self._rows(sql + " ORDER BY seq", params)
-        return [(r[0], Message(content=r[3], role=r[1], name=r[2], id=r[4], timestamp=_dt(r[5]))) for r in rows]
+        return [(r[0], Message(content=r[3], role=r[1], name=r[2], id=r[4], timestamp=parse_time(r[5]))) for r in rows]
 
     def mark_session_ended(self, user_id: str, session_id: str, up_to_seq: int, episode_id: str) -> None:
         """Record that turns up to ``up_to_seq`` went into ``episode_id``."""
@@ -571,7 +466,7 @@ class RecordStore:
         """Every chat turn of a user ``(session_id, message, episode_id)`` in order (for export)."""
         rows = self._rows("SELECT session_id, role, name, content, message_id, timestamp, episode_id "
                           "FROM session_messages WHERE user_id = ? ORDER BY seq", [user_id])
-        return [(r[0], Message(content=r[3], role=r[1], name=r[2], id=r[4], timestamp=_dt(r[5])), r[6])
+        return [(r[0], Message(content=r[3], role=r[1], name=r[2], id=r[4], timestamp=parse_time(r[5])), r[6])
                 for r in rows]
 
     def insert_session_rows(self, user_id: str, rows: Iterable[tuple[str, Message, str | None]]) -> None:
@@ -588,7 +483,3 @@ class RecordStore:
         return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0]
                 for t in ("episodes", "messages", "facts", "entities", "outbox", "session_messages")}
 
-
-def _chunks(items: list, size: int) -> Iterator[list]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]

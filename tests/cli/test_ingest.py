@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from zep_core.ingest_files import iter_episodes, parse_locomo_date
 
-LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
+LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 UTC = timezone.utc
 
 
@@ -48,7 +48,7 @@ def test_locomo_sessions_become_dated_episodes_with_dia_ids(cli, tmp_path, locom
     assert "ingested 3/3 episodes" in result.err  # progress on stderr
     sample = json.loads(locomo_sample.read_text())[0]["conversation"]
     memory = open_memory(data)
-    episodes = [memory.get_episode(i) for i in memory.records.episode_ids(user_id="conv-26")]
+    episodes = [memory.get_episode(i) for i in memory.episode_ids(user_id="conv-26")]
     assert [e.session_id for e in episodes] == ["conv-26:session_1", "conv-26:session_2", "conv-26:session_3"]
     first = episodes[0]
     assert [m.id for m in first.messages] == [t["dia_id"] for t in sample["session_1"]]
@@ -56,7 +56,7 @@ def test_locomo_sessions_become_dated_episodes_with_dia_ids(cli, tmp_path, locom
     assert first.messages[0].content.startswith(sample["session_1"][0]["text"])
     assert all(m.timestamp == parse_locomo_date(sample["session_1_date_time"]) for m in first.messages)
     assert memory.stats()["facts"]["current"] > 0
-    facts = memory.records.get_facts("conv-26", [i for ids in memory.records.iter_fact_ids("conv-26") for i in ids])
+    facts = {f.id: f for f in memory.facts("conv-26")}
     dia_ids = {t["dia_id"] for k in ("session_1", "session_2", "session_3") for t in sample[k]}
     assert all(set(f.source_message_ids) <= dia_ids for f in facts.values())
 
@@ -111,7 +111,7 @@ def test_jsonl_messages_are_grouped_by_session(cli, tmp_path, open_memory):
     result = cli("ingest", file, "--data", data, "--user", "ada", "--json")
     assert result.code == 0 and json.loads(result.out)["episodes"] == 2
     memory = open_memory(data)
-    episodes = [memory.get_episode(i) for i in memory.records.episode_ids(user_id="ada")]
+    episodes = [memory.get_episode(i) for i in memory.episode_ids(user_id="ada")]
     assert [(e.session_id, [m.id for m in e.messages]) for e in episodes] == [("a", ["m1", "m2"]), ("b", ["m3"])]
 
 

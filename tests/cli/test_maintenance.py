@@ -8,6 +8,7 @@ from zep_core import Message
 
 from tests.cli.configs import BrokenExtractor
 from tests.core.fakes import HashEmbedder
+from tests.stores.state import vector_ids, wipe_vector_index
 
 
 def test_stats_counts_every_store_and_the_disk(cli, alice_data, open_memory):
@@ -70,7 +71,7 @@ def test_maintain_exits_2_on_error(cli, tmp_path, open_memory):
 def test_doctor_finds_a_damaged_index_and_rebuild_repairs_it(cli, alice_data, open_memory):
     assert cli("doctor", "--data", alice_data).out == "ok: SQLite, Chroma and Kùzu agree\n"
     memory = open_memory(alice_data)
-    memory.vectors.reset()  # the vector index is lost (a wiped Chroma folder or server)
+    wipe_vector_index(memory)  # the vector index is lost (a wiped Chroma folder or server)
     memory.close()
     broken = cli("doctor", "--data", alice_data)
     assert broken.code == 1
@@ -104,7 +105,7 @@ def test_forget_removes_the_user_from_every_store(cli, alice_data, open_memory):
     assert result.code == 0 and "forgot alice" in result.out
     memory = open_memory(alice_data)
     assert not memory.has_user("alice") and memory.has_user("bob")
-    assert memory.vectors.ids("alice", "current") == set() and memory.check_consistency() == {}
+    assert vector_ids(memory, "alice", "current") == set() and memory.check_consistency() == {}
     memory.close()
     again = cli("forget", "alice", "--data", alice_data)
     assert again.code == 2 and again.err.startswith("error: unknown user 'alice'")

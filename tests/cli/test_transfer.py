@@ -11,26 +11,8 @@ from zep_core.transfer import export_user, import_user
 
 from tests.cli.configs import BrokenExtractor
 from tests.core.fakes import HashEmbedder
-
-
-def snapshot(memory, user):
-    """Everything stored for a user, as the library reads it back."""
-    records = memory.records
-    fact_ids = [i for ids in records.iter_fact_ids(user) for i in ids]
-    entity_ids = [i for ids in records.iter_entity_ids(user) for i in ids]
-    stored = records.stored_facts(fact_ids)
-    return {
-        "episodes": [memory.get_episode(i) for i in records.episode_ids(user_id=user)],
-        "facts": [stored[i].fact for i in fact_ids],
-        "fact_entities": {i: (stored[i].subject_id, stored[i].object_id) for i in fact_ids},
-        "fact_vectors": {i: stored[i].embedding.tobytes() for i in fact_ids},
-        "entities": records.get_entities(user, entity_ids),
-        "entity_vectors": {e.id: v.tobytes() for e, v in records.entity_rows(entity_ids)},
-        "changed_at": records.entity_changed_at(entity_ids),
-        "chat": records.session_rows(user),
-        "vectors": {k: memory.vectors.ids(user, k) for k in ("current", "history", "entity")},
-        "graph": memory.graph.snapshot(user),
-    }
+from tests.stores.state import stored_fact_vector
+from tests.stores.state import user_records as snapshot
 
 
 @pytest.fixture
@@ -111,7 +93,7 @@ def test_import_refuses_a_user_that_has_memory_unless_replace(cli, alice_data, t
     assert replaced.code == 0 and "replacing the previous memory" in replaced.out
     memory = open_memory(alice_data)
     assert memory.get_context("Where does Alice live?", user_id="alice")[0].content == "Alice lives in Berlin."
-    assert "s9" not in {memory.get_episode(i).session_id for i in memory.records.episode_ids(user_id="alice")}
+    assert "s9" not in {memory.get_episode(i).session_id for i in memory.episode_ids(user_id="alice")}
     assert memory.check_consistency() == {}
 
 
@@ -126,7 +108,7 @@ def test_embeddings_from_another_model_are_replaced_by_new_ones(tmp_path, open_m
         report = import_user(target, lines)
     assert report.reembedded
     fact = target.entity_history("Alice", user_id="alice")[0]
-    stored = target.records.stored_facts([fact.id])[fact.id].embedding
+    stored = stored_fact_vector(target, fact.id)
     assert np.allclose(stored, embedder.embed([fact.content])[0], atol=1e-6)
     assert target.check_consistency() == {}
 

@@ -27,11 +27,11 @@ def test_outbox_is_replayed_after_a_crash_between_sqlite_commit_and_index_writes
     child = textwrap.dedent(f"""
         import os, sys, time
         from zep_core import Memory, MemoryConfig, Message
-        from zep_core.memory import Memory as M
+        from zep_core.sync import IndexSync
         memory = Memory(MemoryConfig(data_dir={str(data)!r}, index_writes={index_writes!r}))
         memory.conversation_end("s", [Message("I live in Paris.", name="Alice")], user_id="alice")
         memory.flush()
-        M._drain_outbox = lambda self: os._exit(17)   # die before any index write of episode 2
+        IndexSync.drain = lambda self: os._exit(17)   # die before any index write of episode 2
         memory.conversation_end("s", [Message("I moved to Berlin.", name="Alice")], user_id="alice")
         time.sleep(30)  # background mode: the indexer thread dies on its next pass
     """)
@@ -39,7 +39,7 @@ def test_outbox_is_replayed_after_a_crash_between_sqlite_commit_and_index_writes
     assert proc.returncode == 17, proc.stderr
     memory = Memory(MemoryConfig(data_dir=data))
     try:
-        assert memory.records.outbox_size() == 0
+        assert memory.stats()["pending_index_writes"] == 0
         assert memory.check_consistency() == {}
         assert "Berlin" in memory.context_block("Where does Alice live?", user_id="alice")
         assert "Paris" not in memory.context_block("Where does Alice live?", user_id="alice")
@@ -52,12 +52,15 @@ def test_rebuild_recreates_chroma_and_kuzu_equal_to_before(memory):
     talk(memory, "alice", "I moved to Berlin.")
     talk(memory, "bob", "I live in Rome.")
     memory.flush()
-    before = {u: (memory.vectors.ids(u, "current"), memory.vectors.ids(u, "history"), memory.graph.snapshot(u))
-              for u in ("alice", "bob")}
+    stores = memory._stores
+
+    def indexed(u):
+        return stores.vectors.ids(u, "current"), stores.vectors.ids(u, "history"), stores.graph.snapshot(u)
+
+    before = {u: indexed(u) for u in ("alice", "bob")}
     context_before = memory.context_block("Where does Alice live?", user_id="alice")
     counts = memory.rebuild()
-    after = {u: (memory.vectors.ids(u, "current"), memory.vectors.ids(u, "history"), memory.graph.snapshot(u))
-             for u in ("alice", "bob")}
+    after = {u: indexed(u) for u in ("alice", "bob")}
     assert after == before and counts["facts"] > 0
     assert memory.check_consistency() == {}
     assert memory.context_block("Where does Alice live?", user_id="alice") == context_before
@@ -87,14 +90,14 @@ def test_forget_user_leaves_nothing_behind_in_any_store(memory):
     talk(memory, "bob", "I live in Rome.")
     memory.add_messages("chat", [Message("hello there")], user_id="alice")
     memory.forget_user("alice")
-    db = memory.records.db
+    db = memory._stores.records.db
     for table in ("episodes", "messages", "facts", "entities", "aliases", "session_messages"):
         assert db.execute(f"SELECT count(*) FROM {table} WHERE user_id = 'alice'").fetchone()[0] == 0, table
-    names = {c.name for c in memory.vectors.client.list_collections()}
+    names = {c.name for c in memory._stores.vectors.client.list_collections()}
     assert not any(collection_name("alice", k) in names for k in ("current", "history", "entity"))
-    nodes, edges = memory.graph.snapshot("alice")
+    nodes, edges = memory._stores.graph.snapshot("alice")
     assert nodes == set() and edges == {}
-    assert memory.graph.snapshot("bob")[0]
+    assert memory._stores.graph.snapshot("bob")[0]
     assert not memory.has_user("alice")
     with pytest.raises(NotFoundError):
         memory.get_context("Paris", user_id="alice")

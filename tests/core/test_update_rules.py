@@ -84,6 +84,19 @@ def test_extractor_flagged_contradiction_supersedes_only_that_fact(mem, scripted
     assert current(mem) == {("Alice", "likes", "opera"), ("Alice", "dislikes", "jazz")}
 
 
+def test_quote_of_a_multi_valued_fact_retires_with_it_when_the_extractor_contradicts_it(mem, scripted):
+    first = ingest(mem, scripted, said("Alice", "likes", "jazz", valid_from=T1),
+                   said("Alice", "statement", "I like jazz.", entity=False, content="Alice: I like jazz.",
+                        valid_from=T1), text="I like jazz.")
+    jazz = next(f for f in first.added if f.predicate == "likes")
+    quote = next(f for f in first.added if f.predicate == "statement")
+    result = ingest(mem, scripted, said("Alice", "dislikes", "jazz", valid_from=T2), contradicted=[jazz.id],
+                    text="I can't stand jazz any more.")
+    assert {f.id for f in result.superseded} == {jazz.id, quote.id}
+    assert current(mem) == {("Alice", "dislikes", "jazz")}
+    assert "I like jazz" not in mem.context_block("What music does Alice like?", user_id="u1")
+
+
 def test_contradicted_id_the_extractor_was_not_shown_is_ignored(mem, scripted):
     ingest(mem, scripted, said("Alice", "likes", "jazz", valid_from=T1))
     result = ingest(mem, scripted, said("Alice", "likes", "rock", valid_from=T2), contradicted=["no-such-fact"])

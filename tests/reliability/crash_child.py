@@ -31,7 +31,7 @@ from zep_core.providers.local import LocalEmbedder
 from zep_core.providers.rules import RuleExtractor  # noqa: F401
 
 from tests.core.fakes import HashEmbedder
-from tests.reliability.store_state import digest
+from tests.stores.state import digest
 
 USERS = {"u0": "Alice", "u1": "Bob", "u2": "Carol", "temp": "Dora"}
 CITIES = ("Paris", "Berlin", "Rome", "Lisbon", "Oslo", "Madrid", "Vienna", "Prague")

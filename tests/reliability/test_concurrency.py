@@ -26,7 +26,7 @@ import pytest
 from zep_core import Memory, MemoryConfig, Message, NotFoundError, StoreLockedError
 
 from tests.reliability.figures import ROOT, record
-from tests.reliability.store_state import problems, snapshot, traces
+from tests.stores.state import problems, snapshot, traces
 
 UTC = timezone.utc
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

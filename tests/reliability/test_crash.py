@@ -35,7 +35,7 @@ from zep_core import ConfigError, Memory, MemoryConfig, Message
 
 from tests.core.fakes import HashEmbedder
 from tests.reliability.figures import ROOT, record
-from tests.reliability.store_state import digest, problems, snapshot
+from tests.stores.state import digest, problems, snapshot
 
 TRIALS = int(os.environ.get("ZEP_CRASH_TRIALS", "100"))
 SEED = int(os.environ.get("ZEP_CRASH_SEED", "20240501"))
@@ -354,7 +354,8 @@ def test_a_rebuild_cut_short_by_a_crash_is_resumed_on_the_next_open(tmp_path):
         for user, name in (("ann", "Ann"), ("bob", "Bob")):
             memory.conversation_end("s", [Message("I live in Rome.", name=name), Message("I like tea.", name=name)],
                                     user_id=user)
-        memory._sync_facts = lambda changes: os._exit(0)  # die after the indexes were emptied
+        from zep_core.sync import IndexSync
+        IndexSync.sync_facts = lambda self, changes: os._exit(0)  # die after the indexes were emptied
         memory.rebuild()
     """)
     env = dict(os.environ, PYTHONPATH=str(ROOT), ORT_DISABLE_TELEMETRY="1")
@@ -365,7 +366,7 @@ def test_a_rebuild_cut_short_by_a_crash_is_resumed_on_the_next_open(tmp_path):
     wrong, _ = check_after_crash(config, [])
     assert wrong == []
     with Memory(config) as memory:
-        assert memory.records.get_meta("rebuild") == "done"
+        assert memory.stats()["rebuild"] == "done"
         assert "Rome" in memory.context_block("Where does Bob live?", user_id="bob")
 
 
@@ -380,6 +381,6 @@ def test_an_open_that_fails_after_a_crash_leaves_the_crash_to_recover_from(tmp_p
         Memory(MemoryConfig(data_dir=tmp_path, embedder=HashEmbedder(dimension=32)))
     assert json.loads(lock.read_text()) == crashed  # still marked as a crash for the next open
     with Memory(MemoryConfig(data_dir=tmp_path, embedder=HashEmbedder())) as memory:
-        assert memory._lock_file.unclean_since == crashed["started"]
+        assert memory._stores.lock.unclean_since == crashed["started"]
         assert memory.check_consistency() == {}
     assert json.loads(lock.read_text())["closed"] is True

@@ -34,7 +34,7 @@ from zep_core.providers.rules import RuleExtractor
 
 from tests.core.fakes import said
 from tests.reliability.figures import record
-from tests.reliability.store_state import snapshot
+from tests.stores.state import snapshot
 
 UTC = timezone.utc
 T0 = datetime(2024, 3, 1, 9, tzinfo=UTC)
@@ -110,7 +110,7 @@ def stored_literally(text: str) -> Callable[[Env, Any], None]:
         assert result.status == "done"
         episode = env.memory.get_episode(result.episode_id)
         assert any(text in m.content for m in episode.messages)
-        assert env.memory.records.table_counts()["facts"] > 0  # the tables are still there
+        assert env.memory.stats()["records"]["facts"] > 0  # the tables are still there
     return check
 
 
@@ -226,8 +226,7 @@ CASES: list[Case] = [
          safe=lambda env, r: len(r.added) == 1),
     Case("contradicting another user's fact", lambda env: scripted(
         said("Mal", "lives_in", "Nowhere"), contradicted=[env.bystander_fact])(env),
-         safe=lambda env, r: env.memory.records.get_facts(BYSTANDER, [env.bystander_fact])
-         [env.bystander_fact].is_current),
+         safe=lambda env, r: {f.id: f for f in env.memory.facts(BYSTANDER)}[env.bystander_fact].is_current),
     Case("extractor returns garbage", lambda env: (env.extractor.queued.append({"facts": "all"}),
                                                    env.memory.conversation_end("s", [msg("x y")], user_id=ACTOR))[1],
          safe=lambda env, r: r.status == "pending" and "Extraction" in r.error),

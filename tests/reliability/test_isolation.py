@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from zep_core import Memory, MemoryConfig, Message, NotFoundError
 
 from tests.reliability.figures import record
-from tests.reliability.store_state import snapshot, traces
+from tests.stores.state import snapshot, traces
 
 UTC = timezone.utc
 T0 = datetime(2023, 6, 1, tzinfo=UTC)

@@ -13,7 +13,7 @@ from zep_core import ConfigError, MemoryConfig, Message, QueryError, ValidationE
 
 from tests.core.fakes import ScriptedExtractor, said
 from tests.reliability.figures import record
-from tests.reliability.store_state import snapshot
+from tests.stores.state import snapshot
 
 FIGURES: dict[str, str] = {}
 

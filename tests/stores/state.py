@@ -1,5 +1,9 @@
 """Read each of the three stores directly and compare them, without Memory's own helpers.
 
+The store tests' independent view of a memory, used by the reliability and CLI tests
+too: this is the one place outside ``core/`` that reaches past the façade, through
+the stores a memory was opened with (``memory._stores``).
+
 ``Memory.check_consistency()`` is the library's view; these functions are the tests'
 independent one: SQLite through a separate read-only connection, Chroma through its
 client (collections named by ``collection_name``), Kùzu through raw Cypher. A
@@ -104,8 +108,9 @@ def snapshot(memory, *, with_files: bool = False) -> StoreState:
     """The state of an open memory's three stores, read directly from each (after a flush)."""
     memory.flush()  # index writes may still be queued for the background indexer
     rows, facts, entities = sqlite_rows(memory.data_dir / "zep.db")
-    nodes, edges, backward = graph_state(memory.graph)
-    return StoreState(rows=rows, facts=facts, entities=entities, chroma=chroma_ids(memory.vectors.client),
+    stores = memory._stores
+    nodes, edges, backward = graph_state(stores.graph)
+    return StoreState(rows=rows, facts=facts, entities=entities, chroma=chroma_ids(stores.vectors.client),
                       graph_nodes=nodes, graph_edges=edges, graph_edges_backward=backward,
                       files=data_files(memory.data_dir) if with_files else frozenset())
 
@@ -161,3 +166,39 @@ def traces(state: StoreState, user: str) -> list[str]:
 def digest(texts: Iterable[str]) -> str:
     """A short hash of message contents, to check an episode came back whole."""
     return hashlib.sha256("\x1e".join(texts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def user_records(memory, user) -> dict:
+    """Everything stored for a user, as the record store and the indexes read it back."""
+    stores = memory._stores
+    records = stores.records
+    fact_ids = [i for ids in records.iter_fact_ids(user) for i in ids]
+    entity_ids = [i for ids in records.iter_entity_ids(user) for i in ids]
+    stored = records.stored_facts(fact_ids)
+    return {
+        "episodes": [memory.get_episode(i) for i in records.episode_ids(user_id=user)],
+        "facts": [stored[i].fact for i in fact_ids],
+        "fact_entities": {i: (stored[i].subject_id, stored[i].object_id) for i in fact_ids},
+        "fact_vectors": {i: stored[i].embedding.tobytes() for i in fact_ids},
+        "entities": records.get_entities(user, entity_ids),
+        "entity_vectors": {e.id: v.tobytes() for e, v in records.entity_rows(entity_ids)},
+        "changed_at": records.entity_changed_at(entity_ids),
+        "chat": records.session_rows(user),
+        "vectors": {k: stores.vectors.ids(user, k) for k in VECTOR_KINDS},
+        "graph": stores.graph.snapshot(user),
+    }
+
+
+def stored_fact_vector(memory, fact_id: str):
+    """The vector SQLite keeps for a fact."""
+    return memory._stores.records.stored_facts([fact_id])[fact_id].embedding
+
+
+def vector_ids(memory, user: str, kind: str) -> set[str]:
+    """The ids in one of a user's Chroma collections."""
+    return memory._stores.vectors.ids(user, kind)
+
+
+def wipe_vector_index(memory) -> None:
+    """Lose the whole vector index, as a wiped Chroma folder or server would."""
+    memory._stores.vectors.reset()

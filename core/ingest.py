@@ -1,0 +1,249 @@
+"""The spec's ``conversation_end`` handler as a pipeline.
+
+validate → **store the episode** → summarize + extract (one extractor call) → resolve
+entities → embed → plan (the update rules, :mod:`zep_core.temporal`) → write
+(records and outbox in one transaction, :mod:`zep_core.sync`).
+
+The episode and its messages are committed before extraction runs, so a failing
+extractor loses nothing: the episode stays ``pending`` and ``maintain()`` retries
+it. Everything slow — the extractor, fact and entity embeddings — happens before the
+writers' lock is taken; under it only SQLite is read and written, so one slow
+remote call never blocks the other writers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from .config import MemoryConfig
+from .errors import NotFoundError, ValidationError
+from .models import Entity, Episode, Fact, IngestResult, Message, coerce_messages, new_id
+from .providers.base import Embedder, Extraction, ExtractionContext, Extractor
+from .resolve import canonical_predicate, entity_id, input_aliases, is_first_person, speaker_of
+from .stores.records import RecordStore, StoredFact, iso
+from .sync import FactChange, IndexSync, OutboxOp
+from .temporal import STATEMENT, UpdatePlan, normalize_name, plan_updates
+
+__all__ = ["Ingestor", "validate_messages"]
+
+log = logging.getLogger("zep_core")
+
+
+def validate_messages(messages: Sequence[Any], config: MemoryConfig, *,
+                      raw: Sequence[Any] | None = None) -> list[Message]:
+    """Coerce message-likes to :class:`Message` and check them against the configured limits.
+
+    Raises:
+        ValidationError: naming the message and the limit, and what to do.
+
+    """
+    msgs = coerce_messages(messages)
+    if not msgs:
+        raise ValidationError("messages is empty; an episode needs at least one message")
+    if len(msgs) > config.max_messages_per_episode:
+        raise ValidationError(f"{len(msgs)} messages exceed max_messages_per_episode="
+                              f"{config.max_messages_per_episode}; split the conversation")
+    for i, m in enumerate(msgs):
+        if len(m.content) > config.max_message_chars:
+            raise ValidationError(f"message {i} has {len(m.content)} characters, over max_message_chars="
+                                  f"{config.max_message_chars}; split or shorten it")
+    if config.strict_timezones:
+        for i, given in enumerate(messages):
+            ts = given.get("timestamp") if isinstance(given, Mapping) else getattr(given, "timestamp", None)
+            if isinstance(ts, datetime) and ts.tzinfo is None:
+                raise ValidationError(f"message {i} has a naive timestamp; pass a timezone-aware one")
+    ids = [m.id for m in msgs if m.id is not None]
+    if len(ids) != len(set(ids)):
+        raise ValidationError("message ids must be unique within an episode")
+    return msgs
+
+
+@dataclass
+class _Proposals:
+    """Extractor output turned into validated facts, with what each needs to be written."""
+
+    facts: list[Fact] = field(default_factory=list)
+    kinds: dict[str, tuple[str, str, bool]] = field(default_factory=dict)  # id -> subject/object type, obj is entity
+    invalid: list[str] = field(default_factory=list)
+
+    def entity_names(self) -> list[str]:
+        """Every name that is, or becomes, an entity: subjects and entity objects."""
+        return [n for f in self.facts for n in (f.subject, f.object if self.kinds[f.id][2] else None) if n]
+
+
+class Ingestor:
+    """Runs ``conversation_end`` for a memory.
+
+    Args:
+        config: limits, the single-valued predicates and the default speaker.
+        records: the record store (read, and episodes written).
+        sync: the write step for facts and entities.
+        embedder, extractor: the providers.
+        clock: "now".
+        check_open: raises if the memory was closed meanwhile.
+
+    """
+
+    def __init__(self, config: MemoryConfig, records: RecordStore, sync: IndexSync, embedder: Embedder,
+                 extractor: Extractor, clock: Callable[[], datetime], check_open: Callable[[], None]) -> None:
+        self.config, self.records, self.sync = config, records, sync
+        self.embedder, self.extractor = embedder, extractor
+        self._now, self._check_open = clock, check_open
+
+    def conversation_end(self, session_id: str, messages: Sequence[Any], *, user_id: str,
+                         episode_id: str | None) -> IngestResult:
+        """Store the episode, then extract and apply the rules (ids already checked by the caller)."""
+        msgs = validate_messages(messages, self.config)
+        episode_id = episode_id or new_id()
+        now = self._now()
+        owner = self.records.episode_owner(episode_id)
+        if owner is not None:
+            if owner != user_id:
+                raise ValidationError(f"episode id {episode_id!r} belongs to another user; use a new id")
+            return IngestResult(episode_id=episode_id, status="duplicate")
+        ids = [m.id or f"{episode_id}:{i}" for i, m in enumerate(msgs)]
+        msgs = [replace(m, id=mid) for m, mid in zip(msgs, ids)]
+        episode = Episode(id=episode_id, session_id=session_id, user_id=user_id, created_at=now,
+                          messages=tuple(msgs), status="pending")
+        with self.records.transaction():
+            if self.records.episode_owner(episode_id) is not None:
+                return IngestResult(episode_id=episode_id, status="duplicate")
+            self.records.insert_episode(episode, ids)
+        return self.process(episode, now)
+
+    def process(self, episode: Episode, now: datetime) -> IngestResult:
+        """Extract from a stored episode and apply the rules; a failing extractor leaves it pending."""
+        known: tuple[Fact, ...] = ()
+        if getattr(self.extractor, "needs_known_facts", False):
+            known = tuple(self._known_facts(episode))
+        context = ExtractionContext(user_id=episode.user_id, session_id=episode.session_id, now=now,
+                                    known_facts=known, default_speaker=self.config.default_speaker)
+        try:
+            extraction = self.extractor.extract(list(episode.messages), context)
+            if not isinstance(extraction, Extraction):
+                raise TypeError(f"the extractor returned {type(extraction).__name__}, not an Extraction")
+        except Exception as exc:  # any extractor failure leaves the episode pending
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("extraction failed for episode %s: %s", episode.id, error)
+            self.records.set_episode_status(episode.id, "pending", error=error)
+            return IngestResult(episode_id=episode.id, status="pending", error=error)
+        proposals = self._proposals(episode, extraction, now)
+        fact_vectors = self._embed([f.content for f in proposals.facts])
+        user = episode.user_id
+        names = proposals.entity_names()
+        known_names = self.records.entity_ids_for_aliases(user, [normalize_name(n) for n in names])
+        entity_vectors = self._embed([n.strip() for n in names if normalize_name(n) not in known_names])
+        with self.sync.exclusive():
+            self._check_open()
+            return self._apply(episode, extraction, proposals, fact_vectors, entity_vectors,
+                               {f.id for f in known}, now)
+
+    def _embed(self, texts: list[str]) -> dict[str, np.ndarray]:
+        unique = list(dict.fromkeys(texts))
+        return dict(zip(unique, self.embedder.embed(unique))) if unique else {}
+
+    def _known_facts(self, episode: Episode, limit: int = 50) -> list[Fact]:
+        text = "\n".join(m.content for m in episode.messages)[:20_000]
+        names = input_aliases(text) + [normalize_name(self._speaker(m)) for m in episode.messages]
+        ids = list(set(self.records.entity_ids_for_aliases(episode.user_id, names).values()))
+        return self.records.current_facts_about(episode.user_id, ids, limit=limit)
+
+    def _speaker(self, message: Message) -> str:
+        return speaker_of(message.name, message.role, default=self.config.default_speaker)
+
+    def _apply(self, episode: Episode, extraction: Extraction, proposed: _Proposals,
+               fact_vectors: Mapping[str, np.ndarray], entity_vectors: Mapping[str, np.ndarray],
+               known_ids: set[str], now: datetime) -> IngestResult:
+        """Resolve entities, apply the update rules and commit (the caller holds the writers' lock)."""
+        user = episode.user_id
+        proposals, types = proposed.facts, proposed.kinds
+        resolved = self.records.entity_ids_for_aliases(user, list({normalize_name(n) for n in proposed.entity_names()}))
+
+        def eid(name: str) -> str:
+            return resolved.get(normalize_name(name)) or entity_id(user, name)
+
+        entity_of = {f.id: (eid(f.subject), eid(f.object) if types[f.id][2] else None) for f in proposals}
+        contradicted = {i for i in extraction.contradicted_fact_ids if i in known_ids}
+        current = self.records.rule_candidates(
+            user, list({s for s, _ in entity_of.values()}),
+            single_valued=sorted(self.config.single_valued_predicates),
+            statements=sorted({f.object for f in proposals if f.predicate == STATEMENT}), ids=sorted(contradicted))
+        plan = plan_updates(current, proposals, single_valued=self.config.single_valued_predicates,
+                            contradicted=contradicted, now=now)
+        new_entities = self._new_entities(plan, entity_of, types, resolved, user)
+        aliases = [(user, normalize_name(e.name), e.id) for e in new_entities.values()]
+        aliases += [(user, normalize_name(f.object), entity_of[f.id][0]) for f in plan.added
+                    if f.predicate == "is_named"]
+        stored_touch = set(self.records.entity_ids_for_aliases(user, [
+            normalize_name(n) for f in plan.reinforced + plan.superseded for n in (f.subject, f.object)]).values())
+        touched = {e for f in plan.added for e in entity_of[f.id] if e} | stored_touch
+        changed_at = iso(now)
+
+        with self.sync.transaction() as ops:
+            if self.records.episode_owner(episode.id) is None:  # forget_user() ran meanwhile: write nothing
+                raise NotFoundError(f"user {user!r} was forgotten while episode {episode.id!r} was being "
+                                    "processed; nothing was learned from it")
+            self.records.insert_entities(((e, entity_vectors[e.name]) for e in new_entities.values()), changed_at)
+            self.records.add_aliases(aliases)
+            self.records.write_facts(StoredFact(f, *entity_of[f.id], fact_vectors[f.content]) for f in plan.added)
+            self.records.update_facts(plan.reinforced + plan.superseded)
+            self.records.mark_entities_changed(user, touched, changed_at)
+            self.records.set_episode_status(episode.id, "done", summary=extraction.summary,
+                                            usage=dict(extraction.usage) or None)
+            ops += [OutboxOp.entity(user, e) for e in new_entities]
+            ops += [OutboxOp.fact(user, f.id, change) for change, facts in
+                    ((FactChange.ADD, plan.added), (FactChange.TOUCH, plan.reinforced),
+                     (FactChange.RETIRE, plan.superseded)) for f in facts]
+        return IngestResult(episode_id=episode.id, status="done", summary=extraction.summary,
+                            added=plan.added, reinforced=plan.reinforced, superseded=plan.superseded,
+                            discarded=plan.discarded, invalid=tuple(proposed.invalid), usage=dict(extraction.usage))
+
+    @staticmethod
+    def _new_entities(plan: UpdatePlan, entity_of: Mapping[str, tuple[str, str | None]],
+                      types: Mapping[str, tuple[str, str, bool]], resolved: Mapping[str, str],
+                      user: str) -> dict[str, Entity]:
+        """The entities the added facts name that do not exist yet, first mention first."""
+        out: dict[str, Entity] = {}
+        for f in plan.added:
+            sid, oid = entity_of[f.id]
+            stype, otype, _ = types[f.id]
+            for ent, name, etype in ((sid, f.subject, stype), (oid, f.object, otype)):
+                if ent is not None and normalize_name(name) not in resolved and ent not in out:
+                    out[ent] = Entity(id=ent, user_id=user, name=name.strip(), entity_type=etype)
+        return out
+
+    def _proposals(self, episode: Episode, extraction: Extraction, now: datetime) -> _Proposals:
+        """Turn extractor output into validated Facts; report what was dropped."""
+        by_id = {m.id: m for m in episode.messages}
+        types = {normalize_name(e.name): e.entity_type for e in extraction.entities}
+        out = _Proposals()
+        limit = self.config.max_facts_per_episode
+        for i, x in enumerate(extraction.facts):
+            if len(out.facts) >= limit:
+                out.invalid.append(f"{len(extraction.facts) - i} facts over max_facts_per_episode={limit} dropped")
+                break
+            sources = tuple(s for s in x.source_message_ids if s in by_id)
+            first = by_id[sources[0]] if sources else episode.messages[0]
+            speaker = self._speaker(first)
+            try:
+                subject = speaker if is_first_person(x.subject) else x.subject
+                obj = speaker if is_first_person(x.object) else x.object
+                fact = Fact(
+                    content=x.content, subject=subject.strip(), predicate=canonical_predicate(x.predicate),
+                    object=obj.strip(), confidence=x.confidence,
+                    valid_from=x.valid_from or first.timestamp or now, valid_until=x.valid_until,
+                    user_id=episode.user_id, episode_id=episode.id, source_message_ids=sources,
+                    created_at=now)
+            except (ValidationError, AttributeError, TypeError) as exc:
+                out.invalid.append(f"fact {i} ({x.subject!r} {x.predicate!r} {x.object!r}) dropped: {exc}")
+                continue
+            out.facts.append(fact)
+            out.kinds[fact.id] = (types.get(normalize_name(subject), x.subject_type),
+                                  types.get(normalize_name(obj), x.object_type), bool(x.object_is_entity))
+        return out

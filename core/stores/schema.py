@@ -1,0 +1,123 @@
+"""The record store's schema and row formats: tables, the stored time format, row ⇄ record.
+
+SQLite is the system of record; this module says what its rows look like. Times are
+stored as UTC ISO strings of fixed width (:func:`iso`), so string order is time order
+and SQL can compare them; vectors as little-endian float32 blobs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ..models import Entity, Fact, to_utc
+
+__all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "StoredFact", "blob", "entity_from_row", "fact_from_row",
+           "iso", "parse_time"]
+
+#: Bumped whenever a table changes; a folder from a newer version is refused.
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS episodes (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, session_id TEXT NOT NULL,
+    summary TEXT, created_at TEXT NOT NULL, status TEXT NOT NULL, error TEXT,
+    usage TEXT, attempts INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS episodes_session ON episodes(user_id, session_id);
+CREATE INDEX IF NOT EXISTS episodes_status ON episodes(status);
+CREATE TABLE IF NOT EXISTS messages (
+    episode_id TEXT NOT NULL, seq INTEGER NOT NULL, user_id TEXT NOT NULL,
+    message_id TEXT NOT NULL, role TEXT NOT NULL, name TEXT, content TEXT NOT NULL,
+    timestamp TEXT, PRIMARY KEY (episode_id, seq));
+CREATE INDEX IF NOT EXISTS messages_user ON messages(user_id);
+CREATE TABLE IF NOT EXISTS facts (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, episode_id TEXT,
+    subject TEXT NOT NULL, predicate TEXT NOT NULL, object TEXT NOT NULL,
+    content TEXT NOT NULL, confidence REAL NOT NULL,
+    valid_from TEXT NOT NULL, valid_until TEXT, superseded_by TEXT,
+    created_at TEXT, expired_at TEXT, source_message_ids TEXT NOT NULL,
+    subject_id TEXT NOT NULL, object_id TEXT, embedding BLOB NOT NULL,
+    CHECK (valid_until IS NULL OR valid_from <= valid_until),
+    CHECK (confidence >= 0 AND confidence <= 1));
+CREATE INDEX IF NOT EXISTS facts_subject ON facts(user_id, subject_id, valid_until);
+CREATE INDEX IF NOT EXISTS facts_object ON facts(user_id, object_id, valid_until);
+CREATE INDEX IF NOT EXISTS facts_predicate ON facts(user_id, predicate);
+CREATE TABLE IF NOT EXISTS entities (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL,
+    entity_type TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '',
+    fact_count INTEGER NOT NULL DEFAULT 0, last_updated TEXT, changed_at TEXT,
+    embedding BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS entities_user ON entities(user_id, entity_type);
+CREATE INDEX IF NOT EXISTS entities_changed ON entities(changed_at);
+CREATE TABLE IF NOT EXISTS aliases (
+    user_id TEXT NOT NULL, alias TEXT NOT NULL, entity_id TEXT NOT NULL,
+    PRIMARY KEY (user_id, alias));
+CREATE INDEX IF NOT EXISTS aliases_entity ON aliases(entity_id);
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, op TEXT NOT NULL, user_id TEXT NOT NULL,
+    ref_id TEXT, payload TEXT);
+CREATE TABLE IF NOT EXISTS session_messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL,
+    session_id TEXT NOT NULL, role TEXT NOT NULL, name TEXT, content TEXT NOT NULL,
+    message_id TEXT, timestamp TEXT, episode_id TEXT);
+CREATE INDEX IF NOT EXISTS session_messages_session
+    ON session_messages(user_id, session_id, seq);
+"""
+
+FACT_COLUMNS = (
+    "id, user_id, episode_id, subject, predicate, object, content, confidence, valid_from, "
+    "valid_until, superseded_by, created_at, expired_at, source_message_ids, subject_id, object_id"
+)
+
+
+def iso(value: datetime | None) -> str | None:
+    """Serialize a UTC datetime so that string order is time order."""
+    if value is None:
+        return None
+    v = to_utc(value)
+    return (f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+            f".{v.microsecond:06d}+00:00")
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """Read a stored time back."""
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def blob(vector: np.ndarray) -> bytes:
+    """A vector as the float32 blob the tables keep."""
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+@dataclass(frozen=True)
+class StoredFact:
+    """A fact with what the stores need beside it: entity ids and its vector."""
+
+    fact: Fact
+    subject_id: str
+    object_id: str | None
+    embedding: np.ndarray
+
+
+def fact_from_row(row: Sequence[Any]) -> Fact:
+    """A Fact from a row of :data:`FACT_COLUMNS`."""
+    return Fact(
+        id=row[0], user_id=row[1], episode_id=row[2], subject=row[3], predicate=row[4],
+        object=row[5], content=row[6], confidence=row[7], valid_from=parse_time(row[8]),
+        valid_until=parse_time(row[9]), superseded_by=row[10], created_at=parse_time(row[11]),
+        expired_at=parse_time(row[12]), source_message_ids=tuple(json.loads(row[13])),
+    )
+
+
+def entity_from_row(row: Sequence[Any], aliases: Sequence[str] = ()) -> Entity:
+    """An Entity from ``id, user_id, name, entity_type, summary, fact_count, last_updated``."""
+    return Entity(id=row[0], user_id=row[1], name=row[2], entity_type=row[3], summary=row[4],
+                  fact_count=row[5], last_updated=parse_time(row[6]), aliases=tuple(aliases))
+
+

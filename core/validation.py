@@ -1,0 +1,69 @@
+"""The checks every value from outside goes through: ids, texts and limits.
+
+One place says what a valid id or text is, so ``conversation_end``, the queries,
+the chat-session buffer and the records (:mod:`zep_core.models`) refuse the same
+input with the same message.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from .errors import ValidationError
+
+__all__ = ["MAX_ID_CHARS", "check_id", "check_limit", "check_text"]
+
+MAX_ID_CHARS = 256
+
+
+def check_text(value: Any, what: str, *, allow_empty: bool = False) -> str:
+    """Return ``value`` if it is a string SQLite and the embedder can take.
+
+    Raises:
+        ValidationError: not a string, a NUL byte, a lone surrogate, or empty.
+
+    """
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ValidationError(f"{what} contains a NUL byte (\\x00); remove it and retry")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(
+            f"{what} is not valid Unicode (it holds a lone surrogate); decode the text properly"
+        ) from None
+    if not allow_empty and not value.strip():
+        raise ValidationError(f"{what} is empty")
+    return value
+
+
+def check_id(value: Any, what: str) -> str:
+    """Return ``value`` if it is a usable id: a non-empty string of at most 256 characters.
+
+    Raises:
+        ValidationError: naming ``what`` and the problem.
+
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{what} must be a non-empty string, got {value!r}")
+    if len(value) > MAX_ID_CHARS:
+        raise ValidationError(f"{what} is {len(value)} characters long; the limit is {MAX_ID_CHARS}")
+    return check_text(value, what)
+
+
+def check_limit(value: Any, what: str = "limit") -> int:
+    """Return ``value`` as an int if it is a whole number >= 1.
+
+    Raises:
+        ValidationError: a float, a string, a bool-like oddity or a number below 1.
+
+    """
+    try:
+        limit = operator.index(value)
+    except TypeError:
+        raise ValidationError(f"{what} must be an integer >= 1, got {value!r}") from None
+    if limit < 1:
+        raise ValidationError(f"{what} must be >= 1, got {limit}")
+    return limit

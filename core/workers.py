@@ -1,0 +1,79 @@
+"""The background threads of a memory: the indexer and the entity-refresh schedule.
+
+:class:`Workers` starts daemon threads that share one stop event, and makes sure a
+memory its owner forgot to close is closed before the interpreter tears threads
+down (a worker still inside Kùzu or Chroma at exit aborts the process). The exit
+hook is registered per memory and unregistered when the memory closes, so a closed
+memory is neither kept alive nor closed twice.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import logging
+import threading
+import weakref
+from collections.abc import Callable
+
+__all__ = ["Workers"]
+
+log = logging.getLogger("zep_core")
+
+
+class Workers:
+    """Daemon threads with one stop event and an at-exit close of their owner.
+
+    Args:
+        owner: the object whose ``close()`` runs at interpreter exit while threads run.
+
+    """
+
+    def __init__(self, owner: object) -> None:
+        self.stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._wakers: list[Callable[[], None]] = []
+        self._exit_hook: Callable[[], None] | None = None
+        self._owner = weakref.ref(owner)
+
+    def start(self, name: str, target: Callable[[threading.Event], None], *,
+              wake: Callable[[], None] | None = None) -> None:
+        """Run ``target(stopping)`` in a daemon thread; ``wake`` interrupts its wait at stop."""
+        thread = threading.Thread(target=target, args=(self.stopping,), name=name, daemon=True)
+        self._threads.append(thread)
+        if wake is not None:
+            self._wakers.append(wake)
+        thread.start()
+        if self._exit_hook is None:
+            self._exit_hook = functools.partial(_close_at_exit, self._owner)
+            atexit.register(self._exit_hook)
+
+    def every(self, name: str, seconds: float, task: Callable[[], object]) -> None:
+        """Run ``task()`` every ``seconds`` until stopped; a failing run is logged and the schedule goes on."""
+        def loop(stopping: threading.Event) -> None:
+            while not stopping.wait(seconds):
+                try:
+                    task()
+                except Exception:  # keep the schedule alive; the next pass retries
+                    log.exception("background task %s failed", name)
+
+        self.start(name, loop)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Signal every thread to stop, wait for them, and drop the exit hook."""
+        self.stopping.set()
+        for wake in self._wakers:
+            wake()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=timeout)
+        if self._exit_hook is not None:
+            atexit.unregister(self._exit_hook)
+            self._exit_hook = None
+
+
+def _close_at_exit(ref: weakref.ref) -> None:
+    """Close an owner left open, before the interpreter tears its threads down."""
+    owner = ref()
+    if owner is not None:
+        owner.close()
