@@ -12,10 +12,11 @@ Example:
 
 """
 
+from zep_core.sessions import EndPolicy
+
 from .chat_memory import ZepChatMemory
 from .history import ZepChatMessageHistory
 from .middleware import ZepMemoryMiddleware
-from .policy import EndPolicy
 from .retriever import ZepRetriever
 from .tools import (
     ZepEntityHistoryTool,

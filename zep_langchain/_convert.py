@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, HumanMessage, SystemMessage
 from zep_core import Fact, Memory, Message
+from zep_core.serialize import fact_metadata
 
 __all__ = ["fact_to_document", "new_only", "now_of", "to_core_messages", "to_langchain_messages"]
 
@@ -68,32 +69,9 @@ def to_langchain_messages(messages: Iterable[Message]) -> list[BaseMessage]:
     return out
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
 def fact_to_document(fact: Fact) -> Document:
-    """A fact as a LangChain Document: its text, with the triple, validity and score parts."""
-    return Document(
-        page_content=fact.content,
-        id=fact.id,
-        metadata={
-            "fact_id": fact.id,
-            "subject": fact.subject,
-            "predicate": fact.predicate,
-            "object": fact.object,
-            "confidence": fact.confidence,
-            "valid_from": _iso(fact.valid_from),
-            "valid_until": _iso(fact.valid_until),
-            "superseded_by": fact.superseded_by,
-            "score": fact.score,
-            "semantic_score": fact.semantic_score,
-            "graph_score": fact.graph_score,
-            "source_message_ids": list(fact.source_message_ids),
-            "episode_id": fact.episode_id,
-            "user_id": fact.user_id,
-        },
-    )
+    """A fact as a LangChain Document: its text, with every other field and the score parts as metadata."""
+    return Document(page_content=fact.content, id=fact.id, metadata=fact_metadata(fact))
 
 
 def new_only(messages: Sequence[Message], stored_ids: set[str]) -> list[Message]:

@@ -10,10 +10,9 @@ from langchain_classic.memory.utils import get_prompt_input_key
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, get_buffer_string
 from pydantic import Field, field_validator, model_validator
 from zep_core import IngestResult, Memory
+from zep_core.sessions import EndPolicy, context_for
 
-from .context import context_block_for, speaker_of
 from .history import ZepChatMessageHistory
-from .policy import EndPolicy
 
 __all__ = ["ZepChatMemory"]
 
@@ -107,8 +106,8 @@ class ZepChatMemory(BaseChatMemory):
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """The session's recent turns and the memory context for the current input."""
         turns = self.history.recent(2 * self.recent_turns) if self.recent_turns else []
-        block = context_block_for(self.memory, self._input_text(inputs), user_id=self.user_id,
-                                  speaker=speaker_of(self.memory, self.user_name), limit=self.context_limit)
+        block = context_for(self.memory, self._input_text(inputs), user_id=self.user_id, user_name=self.user_name,
+                            limit=self.context_limit)
         if self.return_messages:
             return {self.memory_key: turns, self.context_key: [SystemMessage(content=block)] if block else []}
         return {self.memory_key: get_buffer_string(turns, human_prefix=self.human_prefix, ai_prefix=self.ai_prefix),

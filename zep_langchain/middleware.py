@@ -10,10 +10,9 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from zep_core import IngestResult, Memory
+from zep_core.sessions import EndPolicy, EndPolicyLike, context_for
 
-from .context import context_block_for, speaker_of
 from .history import ZepChatMessageHistory
-from .policy import EndPolicy, EndPolicyLike
 
 __all__ = ["DEFAULT_CONTEXT_HEADER", "ZepMemoryMiddleware"]
 
@@ -92,8 +91,8 @@ class ZepMemoryMiddleware(AgentMiddleware):
     def _request_with_context(self, request: ModelRequest) -> ModelRequest:
         turn = last_turn(request.messages)
         text = turn[0].text if turn else ""
-        block = context_block_for(self.memory, text, user_id=self.user_id,
-                                  speaker=speaker_of(self.memory, self.user_name), limit=self.context_limit)
+        block = context_for(self.memory, text, user_id=self.user_id, user_name=self.user_name,
+                            limit=self.context_limit)
         self.last_context = block
         if not block:
             return request

@@ -11,9 +11,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import Field
 from zep_core import Memory
+from zep_core.sessions import facts_for
 
 from ._convert import fact_to_document
-from .context import facts_for, mentions_user, speaker_of
 
 __all__ = ["ZepRetriever"]
 
@@ -54,8 +54,8 @@ class ZepRetriever(BaseRetriever):
         if kwargs:
             raise TypeError(f"unexpected arguments for ZepRetriever: {', '.join(sorted(kwargs))}")
         limit = self.k if k is None else int(k)
-        speaker = speaker_of(self.memory, self.user_name) if mentions_user(query) else None
-        facts = facts_for(self.memory, query, user_id=self.user_id, speaker=speaker, limit=limit, as_of=self.as_of)
+        facts = facts_for(self.memory, query, user_id=self.user_id, user_name=self.user_name, limit=limit,
+                          as_of=self.as_of)
         return [fact_to_document(f) for f in facts]
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,

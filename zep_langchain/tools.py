@@ -14,8 +14,8 @@ from datetime import datetime
 from langchain_core.tools import ArgsSchema, BaseTool
 from pydantic import BaseModel, Field
 from zep_core import Fact, Memory, NotFoundError, ValidationError
-
-from .context import facts_for, mentions_user, speaker_of
+from zep_core.resolve import speaker_of
+from zep_core.sessions import facts_for
 
 __all__ = [
     "EntityInput",
@@ -63,7 +63,9 @@ class _MemoryTool(BaseTool):
     user_name: str | None = None
 
     def _entity(self, name: str) -> str:
-        return speaker_of(self.memory, self.user_name) if name.strip().casefold() in _SELF_WORDS else name
+        if name.strip().casefold() in _SELF_WORDS:
+            return speaker_of(self.user_name, default=self.memory.config.default_speaker)
+        return name
 
     def _lookup(self, query: Callable[..., list], name: str, action: str) -> list | str:
         """Run an entity query for the user; a missing entity or bad input becomes a message."""
@@ -101,8 +103,7 @@ class ZepSearchMemoryTool(_MemoryTool):
         if (empty := self._no_memory()) is not None:
             return empty
         try:
-            speaker = speaker_of(self.memory, self.user_name) if mentions_user(query) else None
-            facts = facts_for(self.memory, query, user_id=self.user_id, speaker=speaker, limit=k)
+            facts = facts_for(self.memory, query, user_id=self.user_id, user_name=self.user_name, limit=k)
         except ValidationError as exc:
             return f"Could not search memory: {exc}"
         if not facts:

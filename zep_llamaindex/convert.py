@@ -11,13 +11,13 @@ session keeps is what the user and the assistant said to each other.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.schema import NodeWithScore, TextNode
 from zep_core import Fact, Message
+from zep_core.serialize import fact_metadata
 
-__all__ = ["fact_metadata", "fact_to_node", "last_user_text", "to_chat_message", "to_chat_messages",
+__all__ = ["fact_to_node", "last_user_text", "to_chat_message", "to_chat_messages",
            "to_zep_message", "to_zep_messages"]
 
 _ROLES = {
@@ -72,28 +72,6 @@ def last_user_text(messages: Sequence[ChatMessage], window: int = 1) -> str:
     """The text of the last ``window`` user messages, oldest first, joined by newlines."""
     texts = [m.content for m in messages if m.role == MessageRole.USER and (m.content or "").strip()]
     return "\n".join(texts[-window:]) if texts and window > 0 else ""
-
-
-def _iso(value: Any) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def fact_metadata(fact: Fact) -> dict[str, Any]:
-    """A fact's triple, validity, score parts and provenance as flat node metadata."""
-    return {
-        "fact_id": fact.id,
-        "subject": fact.subject,
-        "predicate": fact.predicate,
-        "object": fact.object,
-        "valid_from": _iso(fact.valid_from),
-        "valid_until": _iso(fact.valid_until),
-        "confidence": fact.confidence,
-        "score": fact.score,
-        "semantic_score": fact.semantic_score,
-        "graph_score": fact.graph_score,
-        "episode_id": fact.episode_id,
-        "source_message_ids": list(fact.source_message_ids),
-    }
 
 
 def fact_to_node(fact: Fact) -> NodeWithScore:

@@ -21,8 +21,8 @@ from llama_index.core.bridge.pydantic import ConfigDict, Field, field_validator
 from llama_index.core.memory.types import BaseMemory
 from llama_index.core.utils import get_tokenizer
 from zep_core import IngestResult, Memory
+from zep_core.sessions import EndPolicy, context_for
 
-from .context import current_context, speaker_name
 from .convert import last_user_text, to_chat_messages, to_zep_messages
 
 __all__ = ["DEFAULT_CONTEXT_TEMPLATE", "ZepMemory"]
@@ -139,8 +139,8 @@ class ZepMemory(BaseMemory):
 
     def context_for(self, input: str | None) -> str:
         """The context block memory supplies for ``input`` (``""`` when it knows nothing)."""
-        return current_context(self.memory, input, user_id=self.user_id,
-                               speaker=speaker_name(self.memory, self.user_name), limit=self.context_limit)
+        return context_for(self.memory, input, user_id=self.user_id, user_name=self.user_name,
+                           limit=self.context_limit)
 
     def get_all(self) -> list[ChatMessage]:
         """Every stored turn of the session, oldest first."""
@@ -170,15 +170,12 @@ class ZepMemory(BaseMemory):
         if not converted:
             return
         self.memory.add_messages(self.session_id, converted, user_id=self.user_id)
-        if self.end_every and converted[-1].role == "assistant" and self._waiting_turns() >= self.end_every:
-            self.end_session()
+        self.end_policy.after_turn(self.memory, self.session_id, self.user_id)
 
-    def _waiting_turns(self) -> int:
-        waiting = self.memory.unended_count(self.session_id, user_id=self.user_id)
-        if not waiting:
-            return 0
-        tail = self.memory.get_messages(self.session_id, user_id=self.user_id, limit=waiting)
-        return sum(m.role == "user" for m in tail)
+    @property
+    def end_policy(self) -> EndPolicy:
+        """When the session's turns go through ``conversation_end`` (from ``end_on_reset``, ``end_every``)."""
+        return EndPolicy(on_clear=self.end_on_reset, every_n_turns=self.end_every)
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the session's stored turns with ``messages`` (nothing is ingested)."""
@@ -189,8 +186,7 @@ class ZepMemory(BaseMemory):
 
     def reset(self) -> None:
         """End the conversation (if ``end_on_reset``) and clear the session's turns."""
-        if self.end_on_reset:
-            self.end_session()
+        self.end_policy.before_clear(self.memory, self.session_id, self.user_id)
         self.memory.clear_messages(self.session_id, user_id=self.user_id)
 
     def end_session(self) -> IngestResult | None:

@@ -16,8 +16,8 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, field_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
 from zep_core import Memory, Message
+from zep_core.sessions import context_for
 
-from .context import current_context, speaker_name
 from .convert import last_user_text, to_zep_message
 
 __all__ = ["ZepMemoryBlock"]
@@ -62,9 +62,8 @@ class ZepMemoryBlock(BaseMemoryBlock[str]):
         query = last_user_text(messages or [], self.context_window)
         if not query:
             return ""
-        return await asyncio.to_thread(current_context, self.memory, query, user_id=self.user_id,
-                                       speaker=speaker_name(self.memory, self.user_name),
-                                       limit=self.context_limit)
+        return await asyncio.to_thread(context_for, self.memory, query, user_id=self.user_id,
+                                       user_name=self.user_name, limit=self.context_limit)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Ingest flushed turns: store them and run ``conversation_end``, one episode per session."""

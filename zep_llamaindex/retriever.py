@@ -16,8 +16,8 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from zep_core import Memory, ValidationError
+from zep_core.sessions import facts_for
 
-from .context import current_facts, speaker_name
 from .convert import fact_to_node
 
 __all__ = ["ZepRetriever"]
@@ -61,9 +61,8 @@ class ZepRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager, verbose=verbose, **kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        facts = current_facts(self.memory, query_bundle.query_str, user_id=self.user_id,
-                              speaker=speaker_name(self.memory, self.user_name), limit=self.top_k,
-                              as_of=self.as_of)
+        facts = facts_for(self.memory, query_bundle.query_str, user_id=self.user_id, user_name=self.user_name,
+                          limit=self.top_k, as_of=self.as_of)
         return [fact_to_node(f) for f in facts]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

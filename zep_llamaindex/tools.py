@@ -12,8 +12,7 @@ from typing import Any
 
 from llama_index.core.tools import FunctionTool
 from zep_core import Fact, Memory, NotFoundError
-
-from .context import current_context, speaker_name
+from zep_core.sessions import context_for
 
 __all__ = ["create_memory_tools"]
 
@@ -59,8 +58,7 @@ def create_memory_tools(memory: Memory, *, user_id: str = "default", user_name: 
 
     def search_memory(query: str) -> str:
         """Search long-term memory for facts about the user that are true now, with the dates they became true."""
-        block = current_context(memory, query, user_id=user_id, speaker=speaker_name(memory, user_name),
-                                limit=top_k)
+        block = context_for(memory, query, user_id=user_id, user_name=user_name, limit=top_k)
         return block or "Memory holds nothing relevant to that."
 
     def entity_history(entity: str) -> str:
