@@ -18,11 +18,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .common import RESULTS_DIR
+from .common import LOCOMO_DEV, LONGMEMEVAL_DEV, RESULTS_DIR
 
 BENCHMARKS = ("locomo", "longmemeval", "scale", "cost")
-LOCOMO = "/work/shared/data/locomo/locomo_dev.json"
-LONGMEMEVAL = "/work/shared/data/longmemeval/longmemeval_oracle_dev.json"
+LOCOMO = str(LOCOMO_DEV)
+LONGMEMEVAL = str(LONGMEMEVAL_DEV)
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -21,7 +21,10 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "LOCOMO_DEV",
+    "LONGMEMEVAL_DEV",
     "RESULTS_DIR",
+    "SHARED_DATA",
     "TOKEN_METHOD",
     "Progress",
     "dir_size",
@@ -34,6 +37,10 @@ __all__ = [
 ]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+#: The evaluation data, ``../shared/data`` relative to the repository root.
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+LOCOMO_DEV = SHARED_DATA / "locomo" / "locomo_dev.json"
+LONGMEMEVAL_DEV = SHARED_DATA / "longmemeval" / "longmemeval_oracle_dev.json"
 TOKEN_METHOD = r"regex estimate: one token per \w+ run or punctuation mark"
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 

@@ -54,10 +54,10 @@ from zep_core.providers.openai import StructuredCall
 from zep_core.providers.openai_client import OpenAIClient, Usage
 from zep_core.providers.openai_prompts import EXTRACTION_SYSTEM, EpisodeExtraction
 
-from bench.common import Progress, write_result
+from bench.common import LOCOMO_DEV, Progress, write_result
 from bench.locomo import Turn, load
 
-DEFAULT_DATA = "/work/shared/data/locomo/locomo_dev.json"
+DEFAULT_DATA = str(LOCOMO_DEV)
 CONTEXT_TURNS = 4
 CANDIDATES = 10
 _NAME = re.compile(r"\b([A-Z][a-z]+(?:\s[A-Z][a-z]+)*)\b")

@@ -21,7 +21,7 @@ __all__ = ["LexicalFacts", "fuse_rrf", "fuse_weighted"]
 
 
 class LexicalFacts:
-    """BM25 over one user's current facts (read through the record store).
+    """BM25 over one user's current facts (read through :meth:`Memory.facts`).
 
     With ``context=True`` each fact is indexed together with the message said just
     before its source message (the question a reply answers, say); the fact returned
@@ -32,10 +32,10 @@ class LexicalFacts:
         import bm25s
 
         self._bm25s = bm25s
-        ids = [i for batch in memory.records.iter_fact_ids(user_id) for i in batch]
-        facts = memory.records.get_facts(user_id, ids)
-        self.facts = {i: f for i, f in facts.items() if f.is_current}
+        self.facts = {f.id: f for f in memory.facts(user_id) if f.is_current}
         self.ids = list(self.facts)
+        vectors = memory.embedder.embed([f.content for f in self.facts.values()]) if self.ids else []
+        self.vectors = dict(zip(self.ids, vectors))  # the same model and texts as the stored vectors
         before = _previous_messages(memory, self.facts.values()) if context else {}
         texts = [_joined(before, self.facts[i]) for i in self.ids]
         self.index = bm25s.BM25()
@@ -93,11 +93,11 @@ def fuse_weighted(memory: Any, user_id: str, query: str, semantic: Sequence[Any]
     sm = {f.id: f.semantic_score for f in semantic}
     top_bm25 = max((s for _, s in lexical), default=1.0)
     lm = {fid: s / top_bm25 for fid, s in lexical}
-    missing = [fid for fid in lm if fid not in sm]
+    missing = [fid for fid in lm if fid not in sm and fid in lex.vectors]
     if missing:
         q = np.asarray(memory.embedder.embed_query(query), dtype=np.float32)
-        for fid, vec in memory.records.fact_vectors(user_id, missing).items():
-            sm[fid] = float(vec @ q)
+        for fid in missing:
+            sm[fid] = float(lex.vectors[fid] @ q)
     score = {i: (1 - weight) * sm.get(i, 0.0) + weight * lm.get(i, 0.0) for i in set(sm) | set(lm)}
     top = sorted(score, key=lambda i: -score[i])[:k]
     return _hits(lex, top, {f.id: f for f in semantic})

@@ -12,7 +12,7 @@ The stores are filled once; every scoring variant re-queries the same data folde
 ``threshold=``/``require_both=`` per call, weights and hops by reopening the folder with
 ``MemoryConfig.with_(...)``.
 
-Run: ``python -m bench.locomo --data /work/shared/data/locomo/locomo_dev.json [--quick]``.
+Run: ``python -m bench.locomo [--data ../shared/data/locomo/locomo_dev.json] [--quick]``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .baselines import BM25Turns, DenseTurns, Hit, RawTurn
-from .common import TOKEN_METHOD, Progress, load_average, percentiles, token_estimate, write_result
+from .common import LOCOMO_DEV, TOKEN_METHOD, Progress, load_average, percentiles, token_estimate, write_result
 from .recall import Tally
 
 __all__ = ["CATEGORIES", "VARIANTS", "Conversation", "Question", "Variant", "load", "normalise_evidence", "run",
@@ -429,7 +429,7 @@ def format_table(result: dict[str, Any], k: int = 10) -> str:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Command line: ``python -m bench.locomo --data PATH [--quick]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="/work/shared/data/locomo/locomo_dev.json")
+    parser.add_argument("--data", default=str(LOCOMO_DEV))
     parser.add_argument("--quick", action="store_true", help="one conversation")
     parser.add_argument("--conversations", nargs="*", help="sample ids to use")
     parser.add_argument("--max-questions", type=int, help="questions per conversation")

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .baselines import BM25Turns, DenseTurns, Hit, RawTurn
-from .common import TOKEN_METHOD, Progress, load_average, percentiles, write_result
+from .common import LONGMEMEVAL_DEV, TOKEN_METHOD, Progress, load_average, percentiles, write_result
 from .locomo import Variant, _settings, variant
 from .recall import Tally
 
@@ -336,7 +336,7 @@ def format_table(result: dict[str, Any], k: int = 10) -> str:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Command line: ``python -m bench.longmemeval --data PATH [--quick]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="/work/shared/data/longmemeval/longmemeval_oracle_dev.json")
+    parser.add_argument("--data", default=str(LONGMEMEVAL_DEV))
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_PER_TYPE} questions of each type")
     parser.add_argument("--per-type", type=int)
     parser.add_argument("--assistant-name", action="append",

@@ -114,11 +114,9 @@ def _interleaved(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> dict[st
 
     Interleaving puts ours and the floor under the same machine load.
     """
-    from zep_core.stores.vectors import collection_name
-
     embedder = memory.embedder
     k = max(memory.config.semantic_candidates, memory.config.context_limit)
-    namespace = getattr(memory.vectors, "namespace", None)
+    chroma = _bare_chroma(memory.data_dir)
     cols: dict[str, Any] = {}
     out: dict[str, list[float]] = {"ours": [], "cached": [], "embed": [], "chroma": []}
     for user, text in pairs:
@@ -127,9 +125,7 @@ def _interleaved(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> dict[st
         t1 = time.perf_counter()
         vec = embedder.embed([text])[0]
         t2 = time.perf_counter()
-        name = collection_name(user.id, "current", namespace) if namespace else collection_name(user.id, "current")
-        col = cols.get(name) or cols.setdefault(name, memory.vectors.client.get_collection(name,
-                                                                                           embedding_function=None))
+        col = cols.get(user.id) or cols.setdefault(user.id, chroma(user.id))
         t3 = time.perf_counter()
         col.query(query_embeddings=vec[None, :], n_results=k, include=["distances"])
         t4 = time.perf_counter()
@@ -138,6 +134,21 @@ def _interleaved(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> dict[st
         for key, secs in (("ours", t1 - t0), ("embed", t2 - t1), ("chroma", t4 - t3), ("cached", t5 - t4)):
             out[key].append(secs * 1000)
     return out
+
+
+def _bare_chroma(data_dir: Path) -> Any:
+    """A plain Chroma client on the memory's own folder: the floor queries the same HNSW index.
+
+    Chroma keeps one system per folder and process, so this client shares the memory's
+    (the settings must match the memory's for that).
+    """
+    import chromadb
+    from chromadb.config import Settings
+    from zep_core.stores.vectors import collection_name
+
+    client = chromadb.PersistentClient(path=str(data_dir / "chroma"),
+                                       settings=Settings(anonymized_telemetry=False, allow_reset=False))
+    return lambda user_id: client.get_collection(collection_name(user_id, "current"), embedding_function=None)
 
 
 def _profile(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> str:
@@ -164,7 +175,7 @@ def _profile_ingest(memory: Any, users: list[SynthUser], seed: int, n: int = 100
     profiler.start()
     stats = loader.short(n)
     profiler.stop()
-    return {"episodes_per_s_sync": stats["episodes_per_s"], "facts": memory.records.count_facts(),
+    return {"episodes_per_s_sync": stats["episodes_per_s"], "facts": memory.stats()["facts"],
             "text": profiler.output_text(unicode=False, color=False, show_all=False)}
 
 
@@ -178,7 +189,7 @@ def measure(memory: Any, loader: _Loader, users: list[SynthUser], n_queries: int
     memory.embedder.cache_clear()
     times = _interleaved(memory, pairs)
     ours, cached, embed_ms, chroma_ms = times["ours"], times["cached"], times["embed"], times["chroma"]
-    counts = memory.records.count_facts()
+    counts = memory.stats()["facts"]
     facts = counts["current"] + counts["superseded"]
     disk = dir_size(data_dir)
     p_ours, p_chroma, p_embed = percentiles(ours), percentiles(chroma_ms), percentiles(embed_ms)

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from bench.baselines import Hit
+from bench.common import LOCOMO_DEV
 from bench.locomo import Variant, load, normalise_evidence, run
 from bench.recall import coverage
 
-LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
+LOCOMO = LOCOMO_DEV
 
 
 def _mini_locomo(path: Path) -> Path:
