@@ -1,18 +1,11 @@
 """Memory: the façade. It checks what comes in and hands the work to the module that owns it.
 
-==========================  ============================================
-the spec / the verb          done by
-==========================  ============================================
-``conversation_end``         :mod:`zep_core.ingest` (the handler pipeline)
-the write step (outbox)      :mod:`zep_core.sync`
-``GetContext``               :mod:`zep_core.retrieval`
-``EntityHistory``            the record store; ``RelatedEntities`` the graph
-``cypher``                   :mod:`zep_core.cypher`
-``every 6h``, rebuild…       :mod:`zep_core.maintenance`
-chat sessions                :mod:`zep_core.sessions`
-export / import              :mod:`zep_core.transfer`
-background threads           :mod:`zep_core.workers`
-==========================  ============================================
+``conversation_end`` → :mod:`~zep_core.ingest`; the write step (records, then the
+outbox into Chroma and Kùzu) → :mod:`~zep_core.sync`; GetContext and the context
+block → :mod:`~zep_core.retrieval`; refresh (``every 6h``), maintain, checks and
+rebuilds → :mod:`~zep_core.maintenance`; chat sessions → :mod:`~zep_core.sessions`;
+export/import → :mod:`~zep_core.transfer`; read-only Cypher → :mod:`~zep_core.cypher`;
+threads → :mod:`~zep_core.workers`; the stores → :func:`zep_core.stores.open_stores`.
 
 Example:
     >>> from zep_core import Memory
@@ -33,7 +26,7 @@ from typing import Any, TextIO
 from . import cypher as _cypher
 from . import transfer
 from .config import MemoryConfig
-from .errors import NotFoundError, ValidationError, ZepMemoryError
+from .errors import NotFoundError, ZepMemoryError
 from .ingest import Ingestor
 from .maintenance import Maintenance, MaintenanceReport
 from .models import Entity, Episode, Fact, IngestResult, Message, to_utc
@@ -42,7 +35,6 @@ from .retrieval import ContextQuery, Retriever
 from .sessions import SessionBuffer
 from .stores import StoreOpener, open_stores
 from .sync import IndexSync
-from .temporal import normalize_name
 from .validation import check_id, check_limit
 from .workers import Workers
 
@@ -159,10 +151,7 @@ class Memory:
 
         """
         self._check_open()
-        check_id(session_id, "session_id")
-        check_id(user_id, "user_id")
-        if episode_id is not None:
-            check_id(episode_id, "episode_id")
+        _check_ids(session_id=session_id, user_id=user_id, episode_id=episode_id)
         return self._ingest.conversation_end(session_id, messages, user_id=user_id, episode_id=episode_id)
 
     # -- queries ----------------------------------------------------------------------
@@ -212,7 +201,8 @@ class Memory:
             NotFoundError: unknown user or entity.
 
         """
-        return self._stores.records.entity_history(user_id, self._entity_id(name, user_id))
+        self._require_user(user_id)
+        return self._stores.records.entity_history(user_id, self._retrieval.entity_id(name, user_id))
 
     def related_entities(self, name: str, *, user_id: str = "default", limit: int = 10) -> list[Entity]:
         """The spec's RelatedEntities: distinct entities 1..2 hops away in the graph, at most ``limit``.
@@ -221,11 +211,14 @@ class Memory:
             NotFoundError: unknown user or entity.
 
         """
-        eid = self._entity_id(name, user_id)
-        self._sync.catch_up()
-        ids = self._stores.graph.related(user_id, eid, hops=2, limit=check_limit(limit))
-        found = self._stores.records.get_entities(user_id, ids)
-        return [found[i] for i in ids if i in found]
+        self._require_user(user_id)
+        return self._retrieval.related_entities(name, user_id, limit=check_limit(limit))
+
+    def get_entity(self, name: str, *, user_id: str = "default") -> Entity:
+        """The entity called ``name`` (or one of its aliases)."""
+        self._require_user(user_id)
+        eid = self._retrieval.entity_id(name, user_id)
+        return self._stores.records.get_entities(user_id, [eid])[eid]
 
     def cypher(self, query: str, params: Mapping[str, Any] | None = None, *,
                user_id: str = "default") -> list[dict[str, Any]]:
@@ -243,20 +236,6 @@ class Memory:
         scoped, bound = _cypher.prepare(query, params, user_id)
         self._sync.catch_up()
         return _cypher.own_rows(self._stores.graph.read_query(scoped, bound), user_id)
-
-    def get_entity(self, name: str, *, user_id: str = "default") -> Entity:
-        """The entity called ``name`` (or one of its aliases)."""
-        eid = self._entity_id(name, user_id)
-        return self._stores.records.get_entities(user_id, [eid])[eid]
-
-    def _entity_id(self, name: str, user_id: str) -> str:
-        if not isinstance(name, str) or not name.strip():
-            raise ValidationError("entity name must be a non-empty string")
-        self._require_user(user_id)
-        found = self._stores.records.entity_ids_for_aliases(user_id, [normalize_name(name)])
-        if not found:
-            raise NotFoundError(f"no entity named {name!r} for user {user_id!r}")
-        return next(iter(found.values()))
 
     # -- what is stored ------------------------------------------------------------------
 
@@ -330,25 +309,24 @@ class Memory:
     def add_messages(self, session_id: str, messages: Sequence[Any], *, user_id: str = "default") -> None:
         """Persist chat turns of a session at once (they become an episode at :meth:`end_session`)."""
         self._check_open()
-        self._sessions.add(check_id(session_id, "session_id"), messages, user_id=check_id(user_id, "user_id"))
+        self._sessions.add(*_check_ids(session_id=session_id, user_id=user_id), messages)
 
     def get_messages(self, session_id: str, *, user_id: str = "default", limit: int | None = None) -> list[Message]:
         """A session's stored chat turns, oldest first (the last ``limit`` if given)."""
-        return self._sessions.messages(check_id(session_id, "session_id"), user_id=check_id(user_id, "user_id"),
-                                       limit=limit)
+        return self._sessions.messages(*_check_ids(session_id=session_id, user_id=user_id), limit=limit)
 
     def unended_count(self, session_id: str, *, user_id: str = "default") -> int:
         """How many turns of a session have not yet gone through ``conversation_end``."""
-        return len(self._sessions.messages(session_id, user_id=user_id, unended=True))
+        return len(self._sessions.messages(*_check_ids(session_id=session_id, user_id=user_id), unended=True))
 
     def clear_messages(self, session_id: str, *, user_id: str = "default") -> None:
         """Forget a session's chat turns; facts already learned from them stay."""
-        self._sessions.clear(check_id(session_id, "session_id"), user_id=check_id(user_id, "user_id"))
+        self._sessions.clear(*_check_ids(session_id=session_id, user_id=user_id))
 
     def end_session(self, session_id: str, *, user_id: str = "default") -> IngestResult | None:
         """Run ``conversation_end`` on the session's turns not yet ingested; None if there are none."""
         self._check_open()
-        return self._sessions.end_session(check_id(session_id, "session_id"), user_id=check_id(user_id, "user_id"))
+        return self._sessions.end_session(*_check_ids(session_id=session_id, user_id=user_id))
 
     # -- maintenance (zep_core.maintenance) -------------------------------------------------------
 
@@ -431,3 +409,8 @@ class Memory:
             check_id(user_id, "user_id")
         return {**self._maintenance.stats(self.users(), user_id), "data_dir": str(self.data_dir),
                 "chroma_url": self.config.chroma_url}
+
+
+def _check_ids(**ids: str | None) -> tuple[str, ...]:
+    """Check each given id (None means not given) and return them in order."""
+    return tuple(check_id(value, name) for name, value in ids.items() if value is not None)

@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from .config import MemoryConfig, ScoringSettings
-from .errors import ValidationError
+from .errors import NotFoundError, ValidationError
 from .models import Entity, Fact, to_utc
 from .providers.base import Embedder
 from .resolve import input_aliases, mentions_first_person
@@ -178,6 +178,29 @@ class Retriever:
                 frontier = self.graph.neighbours(user, list(frontier), as_of=as_of) - seen
                 seen |= frontier
         return scores
+
+    def entity_id(self, name: Any, user_id: str) -> str:
+        """The id of the user's entity called ``name`` (or one of its aliases).
+
+        Raises:
+            ValidationError: ``name`` is not a non-empty string.
+            NotFoundError: the user has no such entity.
+
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise ValidationError("entity name must be a non-empty string")
+        found = self.records.entity_ids_for_aliases(user_id, [normalize_name(name)])
+        if not found:
+            raise NotFoundError(f"no entity named {name!r} for user {user_id!r}")
+        return next(iter(found.values()))
+
+    def related_entities(self, name: str, user_id: str, *, limit: int) -> list[Entity]:
+        """The spec's RelatedEntities: distinct entities 1..2 hops from ``name``, nearest first."""
+        eid = self.entity_id(name, user_id)
+        self._catch_up()
+        ids = self.graph.related(user_id, eid, hops=2, limit=limit)
+        found = self.records.get_entities(user_id, ids)
+        return [found[i] for i in ids if i in found]
 
     def context_block(self, query: ContextQuery, *, max_entities: int = 5) -> str:
         """The GetContext facts with their dates, and the summaries of the entities they name."""

@@ -39,23 +39,23 @@ class SessionBuffer:
     def __init__(self, records: RecordStore, ingest: Ingestor, clock: Callable[[], datetime]) -> None:
         self.records, self.ingest, self._now = records, ingest, clock
 
-    def add(self, session_id: str, messages: Sequence[Any], *, user_id: str) -> None:
+    def add(self, session_id: str, user_id: str, messages: Sequence[Any]) -> None:
         """Store turns at once, each stamped with when it was said (now, unless it carries a time)."""
         msgs = validate_messages(messages, self.ingest.config)
         now = self._now()
         self.records.add_session_messages(user_id, session_id,
                                           [m if m.timestamp else replace(m, timestamp=now) for m in msgs])
 
-    def messages(self, session_id: str, *, user_id: str, limit: int | None = None,
+    def messages(self, session_id: str, user_id: str, *, limit: int | None = None,
                  unended: bool = False) -> list[Message]:
         """A session's turns, oldest first: the last ``limit``, or only those not yet learned from."""
         return [m for _, m in self.records.session_messages(user_id, session_id, limit=limit, unended=unended)]
 
-    def clear(self, session_id: str, *, user_id: str) -> None:
+    def clear(self, session_id: str, user_id: str) -> None:
         """Forget a session's turns; facts already learned from them stay."""
         self.records.clear_session(user_id, session_id)
 
-    def end_session(self, session_id: str, *, user_id: str) -> IngestResult | None:
+    def end_session(self, session_id: str, user_id: str) -> IngestResult | None:
         """``conversation_end`` over the turns not yet learned from; None if there are none.
 
         The episode id is derived from the session and the turns it covers, so ending
