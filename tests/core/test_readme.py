@@ -1,0 +1,25 @@
+"""The README's "Use it" snippet is code: it runs as written, and does what it says."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from zep_core import Memory
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+
+
+def test_the_use_it_snippet_runs_and_supersedes_paris(tmp_path, monkeypatch):
+    snippet = next(b for b in python_blocks(README.read_text(encoding="utf-8")) if "Memory.open(" in b)
+    monkeypatch.chdir(tmp_path)  # it writes ./data
+    exec(compile(snippet, str(README), "exec"), {})
+    with Memory.open("./data") as memory:
+        block = memory.context_block("Where does Alice live?", user_id="alice")
+        assert "Berlin" in block and "Paris" not in block
+        assert [f.object for f in memory.entity_history("Alice", user_id="alice")
+                if f.predicate == "lives_in"] == ["Paris", "Berlin"]
