@@ -34,7 +34,7 @@ from .providers.factory import build_providers
 from .retrieval import ContextQuery, Retriever
 from .sessions import SessionBuffer
 from .stores import StoreOpener, open_stores
-from .sync import IndexSync
+from .sync import IndexSync, OutboxOp
 from .validation import check_id, check_limit
 from .workers import Workers
 
@@ -75,7 +75,7 @@ class Memory:
                                     self._check_open)
             self._retrieval = Retriever(records, self._stores.vectors, self._stores.graph, self.embedder,
                                         self._sync.catch_up)
-            self._sessions = SessionBuffer(records, self._ingest, self.now)
+            self._sessions = SessionBuffer(self.config, records, self._ingest, self.now)
             self._maintenance = Maintenance(self.config, self._stores, self._sync, self._ingest, self.embedder,
                                             self.summarizer, self.now)
             self._maintenance.open(self.data_dir)
@@ -367,8 +367,6 @@ class Memory:
             NotFoundError: the user is unknown.
 
         """
-        from .sync import OutboxOp
-
         self._require_user(user_id)
         with self._sync.transaction(apply_now=True) as ops:
             self._stores.records.delete_user(user_id)

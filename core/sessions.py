@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Union
 
+from .config import MemoryConfig
 from .errors import ValidationError
 from .ingest import Ingestor, validate_messages
 from .models import Fact, IngestResult, Message
@@ -36,12 +37,13 @@ __all__ = ["EndPolicy", "EndPolicyLike", "SessionBuffer", "context_for", "facts_
 class SessionBuffer:
     """The chat turns of every session, kept in the record store until they become an episode."""
 
-    def __init__(self, records: RecordStore, ingest: Ingestor, clock: Callable[[], datetime]) -> None:
-        self.records, self.ingest, self._now = records, ingest, clock
+    def __init__(self, config: MemoryConfig, records: RecordStore, ingest: Ingestor,
+                 clock: Callable[[], datetime]) -> None:
+        self.config, self.records, self.ingest, self._now = config, records, ingest, clock
 
     def add(self, session_id: str, user_id: str, messages: Sequence[Any]) -> None:
         """Store turns at once, each stamped with when it was said (now, unless it carries a time)."""
-        msgs = validate_messages(messages, self.ingest.config)
+        msgs = validate_messages(messages, self.config)
         now = self._now()
         self.records.add_session_messages(user_id, session_id,
                                           [m if m.timestamp else replace(m, timestamp=now) for m in msgs])

@@ -124,14 +124,14 @@ class IndexSync:
                 yield
             finally:
                 self._depth -= 1
-                outermost = self._depth == 0
-                pending, apply_now = self._pending and outermost, self._apply_now and outermost
-                if outermost:
+                pending = apply_now = False
+                if self._depth == 0:
+                    pending, apply_now = self._pending, self._apply_now
                     self._pending = self._apply_now = False
-        if pending:
-            if apply_now or self.apply_at_commit:
-                self.drain()
-            self._wakeup.set()
+                if pending:  # the indexer (or the next read) applies them, whatever happens next
+                    self._wakeup.set()
+        if pending and (apply_now or self.apply_at_commit):
+            self.drain()
 
     @contextmanager
     def transaction(self, *, apply_now: bool = False) -> Iterator[list[OutboxOp]]:

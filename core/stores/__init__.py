@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import StoreError
@@ -106,7 +108,7 @@ def open_stores(config: MemoryConfig) -> Stores:
     return Stores(records, vectors, graph, lock)
 
 
-def _check_chroma_files(records: RecordStore, root, since: float) -> None:
+def _check_chroma_files(records: RecordStore, root: Path, since: float) -> None:
     """After a crash, make sure Chroma's files will not crash this process.
 
     Chroma writes its HNSW files in place, so a process killed meanwhile can leave
@@ -124,7 +126,7 @@ def _check_chroma_files(records: RecordStore, root, since: float) -> None:
     shutil.rmtree(chroma_dir, ignore_errors=True)
 
 
-def _close_all(stores) -> None:
+def _close_all(stores: Iterable[object]) -> None:
     for store in stores:
         try:
             store.close()
