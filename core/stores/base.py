@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -20,6 +20,7 @@ __all__ = ["EntityNode", "FactEdge", "GraphIndex", "VectorIndex", "VECTOR_KINDS"
 VECTOR_KINDS = ("current", "history", "entity")
 
 
+@runtime_checkable
 class VectorIndex(Protocol):
     """Nearest-neighbour search over unit vectors, partitioned by user and kind."""
 
@@ -72,6 +73,7 @@ class FactEdge:
     current: bool
 
 
+@runtime_checkable
 class GraphIndex(Protocol):
     """Entity nodes and FACT relationships, for hops and read-only Cypher."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from zep_core.errors import StoreError
+from zep_core.stores.base import VectorIndex
 from zep_core.stores.vectors import ChromaVectorIndex
 
 DIM = 16
@@ -36,6 +37,10 @@ def index(location):
     idx = ChromaVectorIndex(**location)
     yield idx
     idx.close()
+
+
+def test_every_implementation_is_a_vector_index(index):
+    assert isinstance(index, VectorIndex)
 
 
 def test_upserted_vectors_come_back_nearest_first_with_cosine_similarity(index):
