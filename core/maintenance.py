@@ -170,7 +170,7 @@ class Maintenance:
         nodes, edges = self.graph.snapshot()
         out: dict[str, Any] = {
             "records": self.records.table_counts(), "facts": self.records.count_facts(),
-            "vectors": {kind: sum(len(self.vectors.ids(u, kind)) for u in users) for kind in VECTOR_KINDS},
+            "vectors": {kind: sum(self.vectors.count(u, kind) for u in users) for kind in VECTOR_KINDS},
             "graph": {"entities": len(nodes), "facts": len(edges)},
             "users": len(users),
             "pending_episodes": len(self.records.episode_ids(status="pending")),

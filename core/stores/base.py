@@ -40,12 +40,20 @@ class VectorIndex(Protocol):
         """Every id stored for a user and kind (for consistency checks)."""
         ...
 
+    def count(self, user_id: str, kind: str) -> int:
+        """How many vectors are stored for a user and kind (without reading them)."""
+        ...
+
     def drop_user(self, user_id: str) -> None:
         """Remove everything stored for a user."""
         ...
 
     def reset(self) -> None:
         """Remove everything (before a rebuild)."""
+        ...
+
+    def close(self) -> None:
+        """Release the index (the data stays)."""
         ...
 
 

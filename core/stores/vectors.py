@@ -203,6 +203,10 @@ class ChromaVectorIndex:
 
         return self._call(user_id, kind, "read", run, create=False, missing=set())
 
+    def count(self, user_id: str, kind: str) -> int:
+        """How many vectors a user's collection of that kind holds (0 when it does not exist)."""
+        return self._call(user_id, kind, "count", lambda col: int(col.count()), create=False, missing=0)
+
     def drop_user(self, user_id: str) -> None:
         """Delete the user's collections."""
         for kind in VECTOR_KINDS:

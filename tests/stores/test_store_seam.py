@@ -15,7 +15,7 @@ from zep_core import Memory, MemoryConfig, Message
 from zep_core.stores import Stores, open_stores
 from zep_core.stores.base import GraphIndex, VectorIndex
 
-VECTOR_METHODS = ("upsert", "delete", "query", "ids", "drop_user", "reset", "close")
+VECTOR_METHODS = ("upsert", "delete", "query", "ids", "count", "drop_user", "reset", "close")
 GRAPH_METHODS = ("upsert_entities", "upsert_facts", "delete_facts", "neighbours", "related", "read_query",
                  "snapshot", "drop_user", "reset", "close")
 

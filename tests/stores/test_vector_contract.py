@@ -65,6 +65,16 @@ def test_ids_lists_every_stored_id_per_user_and_kind(index):
     assert index.ids("alice", "entity") == {"e1"}
 
 
+def test_count_says_how_many_vectors_a_user_and_kind_hold(index):
+    assert index.count("alice", "current") == 0  # no collection yet
+    index.upsert("alice", "current", ["f1", "f2"], np.stack([axis(0), axis(1)]))
+    index.upsert("alice", "current", ["f1"], axis(2)[None, :])
+    index.upsert("bob", "current", ["b1"], axis(0)[None, :])
+    assert index.count("alice", "current") == 2 and index.count("bob", "current") == 1
+    index.delete("alice", "current", ["f1"])
+    assert index.count("alice", "current") == 1 and index.count("alice", "history") == 0
+
+
 def test_upsert_is_idempotent_and_replaces_the_vector(index):
     index.upsert("alice", "current", ["f1", "f2"], np.stack([axis(0), axis(1)]))
     index.upsert("alice", "current", ["f1", "f2"], np.stack([axis(0), axis(1)]))
