@@ -1,0 +1,38 @@
+"""The edge of the command line: parse, run the command, turn library errors into ``error: ...`` and exit 2."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from .. import ZepMemoryError
+from .table import build_parser
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (0 ok, 1 work left or problems found, 2 error).
+
+    Example:
+        >>> main(["stats", "--data", "./data", "--json"])                 # doctest: +SKIP
+        0
+
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except ZepMemoryError as exc:
+        return _fail(exc)
+    except OSError as exc:  # files named on the command line: unreadable, unwritable…
+        return _fail(exc)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _fail(exc: BaseException) -> int:
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    print(f"error: {message}", file=sys.stderr)
+    return 2

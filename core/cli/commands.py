@@ -1,0 +1,350 @@
+"""The commands: each takes the parsed arguments, calls the library, prints, returns its exit code.
+
+They use the public API only (:class:`zep_core.Memory` and the public modules
+:mod:`zep_core.ingest_files`, :mod:`zep_core.serialize`, :mod:`zep_core.transfer`,
+:mod:`zep_core.viz`) and let library errors through: :func:`zep_core.cli.main` turns
+them into ``error: ...`` and exit code 2. The table in :mod:`.table` says which
+arguments each one takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TextIO
+
+from .. import ConfigError, ValidationError
+from .options import emit, open_memory, user_of
+
+__all__ = [
+    "cmd_context", "cmd_cypher", "cmd_demo", "cmd_doctor", "cmd_export", "cmd_forget", "cmd_graph", "cmd_history",
+    "cmd_import", "cmd_ingest", "cmd_maintain", "cmd_rebuild", "cmd_related", "cmd_stats", "cmd_timeline",
+]
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Run the README's demo."""
+    from ..demo import run
+
+    if args.data:
+        run(args.data)
+        return 0
+    with tempfile.TemporaryDirectory(prefix="zep-demo-") as tmp:
+        run(tmp)
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Ingest a conversation file."""
+    from ..ingest_files import ingest, iter_episodes, parse_text, read_file
+
+    data = parse_text(sys.stdin.read(), "standard input") if args.file == "-" else read_file(args.file)
+    episodes = list(iter_episodes(data, user_id=args.user))
+    if not episodes:
+        raise ValidationError(f"{args.file} holds no conversations")
+    progress = None if args.quiet or len(episodes) < 2 else _Progress(len(episodes), sys.stderr)
+    with open_memory(args) as memory:
+        totals = ingest(memory, episodes, progress=progress)
+    users = sorted({e.user_id for e in episodes})
+    payload = {**asdict(totals), "users": users}
+    emit(args, payload, lambda: (
+        f"ingested {totals.episodes} episodes ({totals.messages} messages) for {', '.join(users)}: "
+        f"{totals.done} new, {totals.duplicate} already stored, {totals.pending} pending\n"
+        f"facts: {totals.facts_added} added, {totals.facts_reinforced} reinforced, "
+        f"{totals.facts_superseded} superseded, {totals.facts_discarded} discarded"
+        + ("\nsome extractions failed: run `zep-memory maintain` to retry them" if totals.pending else "")))
+    return 0
+
+
+class _Progress:
+    """``ingested 12/95 episodes`` on stderr: redrawn in place on a terminal, else about every 5%."""
+
+    def __init__(self, total: int, stream: TextIO) -> None:
+        self.total, self.stream = total, stream
+        self.tty = stream.isatty()
+        self.every = max(1, total // 20)
+
+    def __call__(self, i: int, episode: Any, result: Any) -> None:
+        line = f"ingested {i}/{self.total} episodes ({episode.user_id} {episode.session_id}: {result.status})"
+        if self.tty:
+            self.stream.write("\r\x1b[K" + line + ("\n" if i == self.total else ""))
+        elif i % self.every == 0 or i == self.total:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _day(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d") if value else "now"
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    """Print GetContext's facts or the context block."""
+    from ..serialize import fact_to_dict
+
+    with open_memory(args) as memory:
+        if args.block:
+            block = memory.context_block(args.query, user_id=user_of(args), limit=args.limit, as_of=args.as_of)
+            emit(args, {"block": block}, block)
+            return 0
+        facts = memory.get_context(args.query, user_id=user_of(args), limit=args.limit, as_of=args.as_of)
+    emit(args, [fact_to_dict(f, scores=True) for f in facts], lambda: "\n".join(
+        f"{f.score:.3f}  {f.content}  ({_day(f.valid_from)} .. {_day(f.valid_until)})" for f in facts)
+        or "no relevant facts")
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """Print an entity's facts, oldest first."""
+    from ..serialize import fact_to_dict
+
+    with open_memory(args) as memory:
+        facts = memory.entity_history(args.entity, user_id=user_of(args))
+    emit(args, [fact_to_dict(f) for f in facts], lambda: "\n".join(
+        f"{_day(f.valid_from)} .. {_day(f.valid_until):10}  {f.content}"
+        + ("  (superseded)" if f.superseded_by else "") for f in facts) or f"no facts about {args.entity}")
+    return 0
+
+
+def cmd_related(args: argparse.Namespace) -> int:
+    """Print related entities."""
+    from ..serialize import entity_to_dict
+
+    with open_memory(args) as memory:
+        entities = memory.related_entities(args.entity, user_id=user_of(args), limit=args.limit)
+    emit(args, [entity_to_dict(e) for e in entities], lambda: "\n".join(
+        f"{e.name} ({e.entity_type})" + (f": {e.summary}" if e.summary else "") for e in entities)
+        or f"nothing related to {args.entity}")
+    return 0
+
+
+def cmd_cypher(args: argparse.Namespace) -> int:
+    """Run a read-only Cypher query."""
+    params = dict(_param(p) for p in args.param)
+    with open_memory(args) as memory:
+        rows = memory.cypher(args.query, params, user_id=user_of(args))
+    emit(args, rows, lambda: _table(rows))
+    return 0
+
+
+def _param(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ValidationError(f"--param {text!r} must look like KEY=VALUE")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key.strip(), value
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "(no rows)"
+    columns = list(rows[0])
+
+    def cell(v: Any) -> str:
+        return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+
+    lines = ["\t".join(columns)]
+    lines += ["\t".join(cell(r.get(c)) for c in columns) for r in rows]
+    return "\n".join(lines)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    """Print counts, pending work, disk use and the embedder."""
+    with open_memory(args) as memory:
+        stats = memory.stats(args.user)
+        stats["chroma"] = {"url": stats.pop("chroma_url"), **stats.pop("vectors")}
+        stats["disk_bytes"] = _disk_use(memory.data_dir)
+    emit(args, stats, lambda: _stats_text(stats))
+    return 0
+
+
+def _disk_use(root: Path) -> dict[str, int]:
+    def size(path: Path) -> int:
+        if path.is_file():
+            return path.stat().st_size
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
+
+    sqlite = sum(size(root / f"zep.db{suffix}") for suffix in ("", "-wal", "-shm"))
+    out = {"sqlite": sqlite, "chroma": size(root / "chroma"), "graph": size(root / "graph")}
+    out["total"] = size(root)
+    return out
+
+
+def _human(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def _stats_text(s: dict[str, Any]) -> str:
+    r, d, c = s["records"], s["disk_bytes"], s["chroma"]
+    lines = [
+        f"data folder   {s['data_dir']} ({_human(d['total'])}: SQLite {_human(d['sqlite'])}, "
+        f"Chroma {_human(d['chroma'])}, Kùzu {_human(d['graph'])})",
+        f"embedder      {s['embedder']['name']} ({s['embedder']['dimension']}-d)",
+        f"users         {s['users']}",
+        f"SQLite        {r['episodes']} episodes, {r['messages']} messages, {r['facts']} facts "
+        f"({s['facts']['current']} current, {s['facts']['superseded']} superseded), {r['entities']} entities, "
+        f"{r['session_messages']} chat turns",
+        f"Chroma        {c['current']} current + {c['history']} superseded fact vectors, {c['entity']} entity "
+        f"vectors" + (f" (server {c['url']})" if c["url"] else ""),
+        f"Kùzu          {s['graph']['entities']} entity nodes, {s['graph']['facts']} FACT edges",
+        f"pending       {s['pending_episodes']} episodes to extract, {s['pending_index_writes']} index writes",
+    ]
+    if "user" in s:
+        u = s["user"]
+        lines.append(f"user {u['user_id']:8} {u['episodes']} episodes, {u['facts']['current']} current + "
+                     f"{u['facts']['superseded']} superseded facts, {u['entities']} entities")
+    return "\n".join(lines)
+
+
+def cmd_maintain(args: argparse.Namespace) -> int:
+    """Retry pending episodes and refresh entities; exit 1 while some stay pending."""
+    with open_memory(args) as memory:
+        report = memory.maintain()
+    payload = asdict(report)
+    payload["still_pending"] = list(report.still_pending)
+    emit(args, payload, lambda: (
+        f"retried {report.retried} pending episodes: {report.completed} done, "
+        f"{len(report.still_pending)} still pending\n"
+        f"refreshed {report.entities_refreshed} entity summaries; replayed {report.index_writes_replayed} "
+        "index writes"))
+    return 1 if report.still_pending else 0
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    """Recreate the indexes from SQLite."""
+    try:
+        with open_memory(args) as memory:
+            counts = memory.rebuild(reembed=args.reembed)
+    except ConfigError:
+        if not args.reembed:
+            raise
+        with open_memory(args, on_embedder_mismatch="reembed") as memory:  # opening re-embeds and rebuilds
+            records = memory.stats()["records"]
+            counts = {"facts": records["facts"], "entities": records["entities"]}
+    emit(args, {**counts, "reembedded": args.reembed}, lambda: (
+        f"rebuilt the Chroma and Kùzu indexes from SQLite: {counts['facts']} facts, {counts['entities']} entities"
+        + (" (re-embedded)" if args.reembed else "")))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Export a user's memory as JSONL."""
+    from ..transfer import export_user
+
+    with open_memory(args) as memory:
+        if args.out == "-":
+            counts = export_user(memory, user_of(args), sys.stdout, embeddings=args.embeddings)
+        else:
+            counts = _export_to_file(memory, user_of(args), Path(args.out), args.embeddings)
+    summary = (f"exported {counts.episodes} episodes, {counts.entities} entities, {counts.facts} facts and "
+               f"{counts.chat_messages} chat turns of {user_of(args)}")
+    if args.out == "-":
+        print(summary, file=sys.stderr)
+    else:
+        emit(args, {**asdict(counts), "user_id": user_of(args), "file": args.out}, f"{summary} to {args.out}")
+    return 0
+
+
+def _export_to_file(memory: Any, user: str, path: Path, embeddings: bool) -> Any:
+    """Write through a temporary file, so a failed export never leaves half a file behind."""
+    from ..transfer import export_user
+
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+            counts = export_user(memory, user, out, embeddings=embeddings)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return counts
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Import a user's memory from an export."""
+    from ..transfer import import_user
+
+    with open_memory(args) as memory:
+        if args.file == "-":
+            report = import_user(memory, sys.stdin, replace=args.replace, user_id=args.user)
+        else:
+            with open(args.file, encoding="utf-8") as lines:
+                report = import_user(memory, lines, replace=args.replace, user_id=args.user)
+    emit(args, asdict(report), lambda: (
+        f"imported {report.episodes} episodes, {report.entities} entities, {report.facts} facts and "
+        f"{report.chat_messages} chat turns of {report.user_id}"
+        + (" (replacing the previous memory)" if report.replaced else "")
+        + ("; texts embedded again" if report.reembedded else "; stored vectors reused")))
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    """Forget a user everywhere."""
+    with open_memory(args) as memory:
+        memory.forget_user(args.forget_user)
+    emit(args, {"forgotten": args.forget_user},
+         f"forgot {args.forget_user}: every episode, fact, entity, vector and graph node is gone")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check that the three stores agree."""
+    with open_memory(args) as memory:
+        problems = memory.check_consistency(args.user)
+        pending = len(memory.episode_ids(user_id=args.user, status="pending"))
+        data_dir = memory.data_dir
+    repair = f"zep-memory rebuild --data {data_dir}"
+    payload = {"ok": not problems, "problems": problems, "pending_episodes": pending,
+               "repair": repair if problems else None}
+
+    def text() -> str:
+        if not problems:
+            lines = ["ok: SQLite, Chroma and Kùzu agree"]
+        else:
+            lines = ["the stores disagree:"]
+            for kind, ids in sorted(problems.items()):
+                more = f" … and {len(ids) - 3} more" if len(ids) > 3 else ""
+                lines.append(f"  {kind.replace('_', ' ')}: {len(ids)} ({', '.join(ids[:3])}{more})")
+            lines.append(f"repair: {repair}   (recreates Chroma and Kùzu from SQLite, the system of record)")
+        if pending:
+            lines.append(f"note: {pending} episodes are pending extraction; `zep-memory maintain` retries them")
+        return "\n".join(lines)
+
+    emit(args, payload, text)
+    return 1 if problems else 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    """Write the entity graph as HTML."""
+    from ..viz import graph_data, render_graph_html
+
+    with open_memory(args) as memory:
+        data = graph_data(memory, user_of(args))
+    Path(args.html).write_text(render_graph_html(data, title=f"zep-memory: {user_of(args)}"), encoding="utf-8")
+    counts = {"file": args.html, "entities": len(data["nodes"]), "facts": len(data["edges"])}
+    emit(args, counts, f"wrote {args.html}: {counts['entities']} entities, {counts['facts']} facts between them")
+    return 0
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    """Write an entity's timeline as PNG."""
+    from ..viz import timeline_png
+
+    with open_memory(args) as memory:
+        facts = memory.entity_history(args.entity, user_id=user_of(args))
+    drawn = timeline_png(facts, args.png, entity=args.entity, now=datetime.now(timezone.utc),
+                         include_statements=args.statements)
+    emit(args, {"file": args.png, "facts": drawn}, f"wrote {args.png}: {drawn} facts about {args.entity}")
+    return 0

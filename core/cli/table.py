@@ -1,0 +1,248 @@
+"""The command table: every ``zep-memory`` command declared once, as data, and the loop that builds the parser.
+
+A :class:`Command` holds what a user sees of a command (its name, summary,
+description, examples and arguments) and the handler that runs it;
+:func:`build_parser` turns :data:`COMMANDS` into the argparse parser. Every command
+also takes the :data:`COMMON` options, before or after its name.
+
+Example:
+    >>> build_parser().parse_args(["history", "Alice", "--user", "alice"]).entity
+    'Alice'
+
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import __version__
+from .commands import (
+    cmd_context,
+    cmd_cypher,
+    cmd_demo,
+    cmd_doctor,
+    cmd_export,
+    cmd_forget,
+    cmd_graph,
+    cmd_history,
+    cmd_import,
+    cmd_ingest,
+    cmd_maintain,
+    cmd_rebuild,
+    cmd_related,
+    cmd_stats,
+    cmd_timeline,
+)
+
+__all__ = ["COMMANDS", "COMMON", "PROG", "Arg", "Command", "arg", "build_parser"]
+
+PROG = "zep-memory"
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument: the names and keywords passed to ``ArgumentParser.add_argument``."""
+
+    names: tuple[str, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def arg(*names: str, **options: Any) -> Arg:
+    """An :class:`Arg`, written like the ``add_argument`` call it stands for."""
+    return Arg(names, options)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command: its handler and everything ``zep-memory COMMAND --help`` shows."""
+
+    name: str
+    handler: Callable[[argparse.Namespace], int | None]
+    summary: str  # the line in ``zep-memory --help``
+    description: str
+    examples: str = ""
+    args: tuple[Arg, ...] = ()
+
+
+DESCRIPTION = (
+    "zep-memory: a temporal knowledge-graph memory for LLM agents.\n\n"
+    "Facts learned from conversations are kept with time in SQLite (records), Chroma (vectors)\n"
+    "and Kùzu (graph). These commands ingest, query, inspect and maintain a data folder.")
+
+EPILOG = (
+    "examples:\n"
+    "  zep-memory demo                              the README's two-session demo, offline\n"
+    "  zep-memory ingest chats.jsonl --user alice   learn from conversation files\n"
+    "  zep-memory context 'Where does Alice live?' --user alice\n"
+    "  zep-memory maintain || echo 'episodes still pending'\n\n"
+    "exit codes: 0 done, 1 work left or problems found (maintain, doctor), 2 error.")
+
+#: Options every command takes, before or after its name; the defaults shown are the top level's.
+COMMON: tuple[Arg, ...] = (
+    arg("--data", metavar="DIR", default=None,
+        help="data folder holding zep.db, chroma/ and graph/ (default: ./data)"),
+    arg("--user", metavar="ID", default=None,
+        help="the user (tenant) to read or write (default: 'default')"),
+    arg("--json", action="store_true", default=False,
+        help="print machine-readable JSON instead of text"),
+    arg("--chroma-url", metavar="URL", default=None,
+        help="use a Chroma server (`chroma run`) at URL instead of the embedded index"),
+    arg("--config", metavar="MODULE:NAME", default=None,
+        help="a MemoryConfig, or a function returning one, to use your own embedder or extractor "
+             "(e.g. myapp.memory:config, or zep_core:MemoryConfig.from_env when available); "
+             "--data and --chroma-url override it"),
+)
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "demo", cmd_demo, "run the README's demo: a fact changes across two sessions",
+        "Ingest two sessions in which Alice moves from Paris to Berlin, then print what memory\n"
+        "knows: the current context, her history with the superseded fact, related entities.\n"
+        "Without --data it runs in a temporary folder; with --data the result stays there\n"
+        "(user 'alice') for you to explore with the other commands.",
+        "  zep-memory demo\n"
+        "  zep-memory demo --data ./demo && zep-memory history Alice --data ./demo --user alice"),
+    Command(
+        "ingest", cmd_ingest, "learn from conversation files (JSON, JSONL, LoCoMo)",
+        "Store every conversation in FILE as an episode and extract its facts.\n\n"
+        "Formats (JSON, or JSONL with one object per line):\n"
+        "  conversations  {\"session_id\": \"s1\", \"messages\": [{\"role\": \"user\", \"content\": \"...\",\n"
+        "                 \"name\": \"Alice\", \"id\": \"m1\", \"timestamp\": \"2024-05-08T13:56:00Z\"}],\n"
+        "                 \"user_id\"?: \"alice\", \"timestamp\"?: ...}  — alone, in a list, or under\n"
+        "                 \"conversations\"\n"
+        "  messages       one message object per line (or a JSON list); lines with \"session_id\"\n"
+        "                 (and \"user_id\") are grouped into one episode per session\n"
+        "  LoCoMo         samples with \"sample_id\" and \"conversation\" (speaker_a, speaker_b,\n"
+        "                 session_N turns, session_N_date_time): one episode per session, dated,\n"
+        "                 each turn's dia_id kept as its message id; the user is the sample_id\n\n"
+        "--user puts everything under one user. Episode ids come from the user, the session\n"
+        "and the messages, so running the same file again stores nothing new. Progress goes\n"
+        "to stderr.",
+        "  zep-memory ingest locomo_dev.json --data ./locomo\n"
+        "  cat chats.jsonl | zep-memory ingest - --user alice --json",
+        args=(arg("file", metavar="FILE", help="the JSON/JSONL file, or - for standard input"),
+              arg("--quiet", action="store_true", help="no progress on stderr"))),
+    Command(
+        "context", cmd_context, "the facts relevant to a query now (GetContext)",
+        "The spec's GetContext: current facts that match QUERY semantically or sit within two\n"
+        "hops of an entity it names, ranked by 0.7·semantic + 0.3·graph.",
+        "  zep-memory context 'Where does Alice live?' --user alice\n"
+        "  zep-memory context 'Where did Alice live?' --user alice --as-of 2023-12-31 --block",
+        args=(arg("query", metavar="QUERY"),
+              arg("--limit", type=int, default=None, help="how many facts (default: the config's 10)"),
+              arg("--as-of", metavar="DATE", default=None, help="what was true at DATE (ISO 8601) instead of now"),
+              arg("--block", action="store_true", help="print the prompt-ready context block"))),
+    Command(
+        "history", cmd_history, "every fact about an entity, oldest first (EntityHistory)",
+        "The spec's EntityHistory: every fact whose subject or object is ENTITY (or one of its\n"
+        "aliases), superseded ones too, by valid_from.",
+        "  zep-memory history Alice --user alice",
+        args=(arg("entity", metavar="ENTITY"),)),
+    Command(
+        "related", cmd_related, "entities 1..2 hops from an entity (RelatedEntities)",
+        "The spec's RelatedEntities: distinct entities within two hops in the graph.",
+        "  zep-memory related Alice --user alice --json",
+        args=(arg("entity", metavar="ENTITY"),
+              arg("--limit", type=int, default=10, help="at most this many (default 10)"))),
+    Command(
+        "cypher", cmd_cypher, "run a read-only Cypher query over a user's graph",
+        "Run QUERY against the Kùzu graph: (:Entity {id, user_id, name, entity_type}) nodes and\n"
+        "[:FACT {fact_id, predicate, valid_from, valid_until, current}] relationships. Every\n"
+        "Entity pattern is scoped to --user; write clauses are refused.",
+        "  zep-memory cypher 'MATCH (a:Entity {name: $n})-[r:FACT]->(b) RETURN b.name, r.predicate' \\\n"
+        "      --param n=Alice --user alice",
+        args=(arg("query", metavar="QUERY"),
+              arg("--param", metavar="KEY=VALUE", action="append", default=[],
+                  help="a query parameter; VALUE is read as JSON when it parses (42, true, \"x\"), "
+                       "else as text; repeatable"))),
+    Command(
+        "stats", cmd_stats, "counts per store, pending work, disk use, embedder",
+        "Counts of records in SQLite, vectors in Chroma and nodes/edges in Kùzu, pending episodes\n"
+        "and index writes, disk use of the data folder, and the embedder it was built with.\n"
+        "With --user, that user's counts too.",
+        "  zep-memory stats --json"),
+    Command(
+        "maintain", cmd_maintain, "retry pending extractions, refresh stale entity summaries",
+        "Replay index writes a crash left behind, retry episodes whose extraction failed, and\n"
+        "refresh the summaries of entities that changed (the spec's `every 6h`). Meant for cron:\n"
+        "exit 0 when all is done, 1 when episodes are still pending, 2 on error.",
+        "  */30 * * * * zep-memory maintain --data /srv/memory || true"),
+    Command(
+        "rebuild", cmd_rebuild, "recreate the Chroma and Kùzu indexes from SQLite",
+        "Drop and recreate the vector and graph indexes from the SQLite records, using the\n"
+        "stored vectors. --reembed embeds the stored texts again with the current embedder\n"
+        "(after changing the model).",
+        "  zep-memory rebuild\n"
+        "  zep-memory rebuild --reembed --config myapp.memory:config",
+        args=(arg("--reembed", action="store_true", help="embed the stored texts again"),)),
+    Command(
+        "export", cmd_export, "write a user's memory as JSONL",
+        "Write the user's episodes (with messages), entities (summaries, aliases), facts (every\n"
+        "field) and chat turns as JSONL, in a fixed order. `import` restores them exactly.",
+        "  zep-memory export --user alice --out alice.jsonl --embeddings",
+        args=(arg("--out", metavar="FILE", default="-", help="output file (default: standard output)"),
+              arg("--embeddings", action="store_true",
+                  help="include the stored vectors (base64 float32) so an import needs no embedding"))),
+    Command(
+        "import", cmd_import, "restore a user's memory from an export",
+        "Write an export back as it was, without extracting again. Vectors in the file are\n"
+        "reused when they come from the same embedder; otherwise the texts are embedded again.\n"
+        "A user that already has memory is refused unless --replace.",
+        "  zep-memory import alice.jsonl\n"
+        "  zep-memory import alice.jsonl --replace --data ./other",
+        args=(arg("file", metavar="FILE", help="the export, or - for standard input"),
+              arg("--replace", action="store_true", help="replace the user's existing memory"))),
+    Command(
+        "forget", cmd_forget, "delete everything stored for a user",
+        "Remove every episode, fact, entity, vector and graph node of USER, in all three stores.",
+        "  zep-memory forget alice",
+        args=(arg("forget_user", metavar="USER"),)),
+    Command(
+        "doctor", cmd_doctor, "check that SQLite, Chroma and Kùzu agree",
+        "Compare the derived indexes with the SQLite records (for --user, or every user) and say\n"
+        "how to repair what disagrees. Exit 0 when they agree, 1 when they do not.",
+        "  zep-memory doctor || zep-memory rebuild"),
+    Command(
+        "graph", cmd_graph, "draw a user's entity graph as interactive HTML",
+        "Write a self-contained HTML page (no network needed to open it) showing the user's\n"
+        "entities and the facts between them: current facts solid, superseded ones dashed;\n"
+        "hover for dates, drag nodes, scroll to zoom.",
+        "  zep-memory graph --user alice --html alice.html",
+        args=(arg("--html", metavar="OUT", required=True, help="the HTML file to write"),)),
+    Command(
+        "timeline", cmd_timeline, "draw an entity's facts over time as a PNG",
+        "Draw every fact about ENTITY as a bar from valid_from to valid_until (or now), the\n"
+        "superseded ones hatched and marked. Needs matplotlib: pip install 'zep-memory[viz]'.",
+        "  zep-memory timeline Alice --user alice --png alice.png",
+        args=(arg("entity", metavar="ENTITY"),
+              arg("--png", metavar="OUT", required=True, help="the PNG file to write"),
+              arg("--statements", action="store_true", help="draw free-text 'statement' facts too"))),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``zep-memory`` argument parser (every command and option), built from :data:`COMMANDS`."""
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _add_common(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.summary, description=command.description,
+                           epilog=f"examples:\n{command.examples}" if command.examples else None,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.set_defaults(handler=command.handler)
+        _add_common(p, top=False)
+        for a in command.args:
+            p.add_argument(*a.names, **a.options)
+    return parser
+
+
+def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """Add :data:`COMMON`; after a command's name ``SUPPRESS`` keeps a value given before it."""
+    group = parser.add_argument_group("common options")
+    for a in COMMON:
+        group.add_argument(*a.names, **(a.options if top else {**a.options, "default": argparse.SUPPRESS}))
