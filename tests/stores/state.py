@@ -1,8 +1,8 @@
 """Read each of the three stores directly and compare them, without Memory's own helpers.
 
 The store tests' independent view of a memory, used by the reliability and CLI tests
-too: this is the one place outside ``core/`` that reaches past the façade, through
-the stores a memory was opened with (``memory._stores``).
+too. Like the other store-level tests, it reaches past the façade to the stores a
+memory was opened with (``memory._stores``); tests of what a user sees use the façade.
 
 ``Memory.check_consistency()`` is the library's view; these functions are the tests'
 independent one: SQLite through a separate read-only connection, Chroma through its
