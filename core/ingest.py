@@ -35,8 +35,7 @@ __all__ = ["Ingestor", "validate_messages"]
 log = logging.getLogger("zep_core")
 
 
-def validate_messages(messages: Sequence[Any], config: MemoryConfig, *,
-                      raw: Sequence[Any] | None = None) -> list[Message]:
+def validate_messages(messages: Sequence[Any], config: MemoryConfig) -> list[Message]:
     """Coerce message-likes to :class:`Message` and check them against the configured limits.
 
     Raises:

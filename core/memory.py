@@ -286,9 +286,9 @@ class Memory:
             NotFoundError: the user is unknown.
 
         """
+        self._check_open()
         if not self.has_user(user_id):
             raise NotFoundError(f"unknown user {user_id!r}: nothing is stored for it in {self.data_dir}")
-        self._check_open()
         return transfer.export_records(self._stores.records, self.embedder, user_id, embeddings=embeddings)
 
     def export_user(self, user_id: str, out: TextIO, *, embeddings: bool = False) -> transfer.ExportCounts:
