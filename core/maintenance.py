@@ -160,6 +160,8 @@ class Maintenance:
             note("edges_missing_in_graph", set(edges) - set(g_edges))
             note("edge_state_differs", {f for f, cur in edges.items() if f in g_edges and g_edges[f] != cur})
             note("entities_missing_in_graph", entities - g_nodes)
+        for kind, ids in self.records.lexical_problems(user_id).items():
+            note(kind, ids)
         note("stale_edges_in_graph", set(g_edges) - known_edges)
         note("stale_entities_in_graph", g_nodes - all_entities)
         return problems

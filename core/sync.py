@@ -247,14 +247,14 @@ class IndexSync:
     # -- rebuilding ------------------------------------------------------------------
 
     def rebuild(self, *, batch_size: int = 1000, before: Callable[[], None] | None = None) -> dict[str, int]:
-        """Recreate both indexes from SQLite, with every writer and the indexer held off.
+        """Recreate the indexes (lexical, vectors, graph) from SQLite, with every writer and the indexer held off.
 
         Args:
             batch_size: rows read and indexed per batch.
             before: work to do first under the same locks (re-embedding the stored texts).
 
         Returns:
-            Counts of facts and entities indexed.
+            Counts of facts and entities indexed, and of the lexical index's rows.
 
         """
         counts = {"facts": 0, "entities": 0}
@@ -262,6 +262,8 @@ class IndexSync:
             self.records.set_meta("rebuild", "pending")  # a crash before the end resumes it on the next open
             if before is not None:
                 before()
+            with self.records.transaction():
+                counts["lexical"] = self.records.rebuild_lexical()
             self.vectors.reset()
             self.graph.reset()
             for ids in self.records.iter_entity_ids(batch=batch_size):

@@ -1,7 +1,8 @@
 """SQLite, through sqlite-utils: the system of record.
 
 Episodes with their messages, facts, entities, aliases, embeddings (float32 blobs),
-the chat-session buffer used by the adapters, and an **outbox** of pending index
+the chat-session buffer used by the adapters, the lexical (FTS5) index over each user's
+facts (:mod:`zep_core.stores.fts`, written with them), and an **outbox** of pending index
 writes all live in ``zep.db``. A write commits records and outbox rows in one
 transaction; the derived indexes are brought in line afterwards (and on the next
 open if the process died in between).
@@ -28,6 +29,7 @@ from ..models import Entity, Episode, Fact, Message
 
 __all__ = ["RecordStore", "StoredFact", "iso", "SCHEMA_VERSION"]
 
+from . import fts
 from .schema import (
     FACT_COLUMNS,
     SCHEMA,
@@ -59,11 +61,14 @@ class RecordStore:
         self.path = path
         self._lock = threading.RLock()
         version = self.get_meta("schema_version")
-        if version is None:
-            self.set_meta("schema_version", str(SCHEMA_VERSION))
-        elif int(version) > SCHEMA_VERSION:
+        if version is not None and int(version) > SCHEMA_VERSION:
             raise StoreError(f"{path} has schema version {version}, newer than this zep-memory "
                              f"({SCHEMA_VERSION}); upgrade zep-memory to open it")
+        if version is not None and int(version) < 2:  # 1 -> 2: the lexical index over existing facts
+            with self.transaction():
+                self.rebuild_lexical()
+        if version != str(SCHEMA_VERSION):
+            self.set_meta("schema_version", str(SCHEMA_VERSION))
 
     # -- plumbing ---------------------------------------------------------------
 
@@ -136,9 +141,10 @@ class RecordStore:
         return sorted(r[0] for r in rows)
 
     def delete_user(self, user_id: str) -> None:
-        """Delete every row of a user (call inside :meth:`transaction`)."""
+        """Delete every row of a user, and their lexical index (call inside :meth:`transaction`)."""
         for table in ("messages", "episodes", "facts", "entities", "aliases", "session_messages"):
             self._exec(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
+        self._exec(f"DROP TABLE IF EXISTS {fts.table_name(user_id)}")
 
     # -- episodes ---------------------------------------------------------------
 
@@ -199,7 +205,15 @@ class RecordStore:
     # -- facts ------------------------------------------------------------------
 
     def write_facts(self, facts: Iterable[StoredFact]) -> None:
-        """Insert or replace fact rows (call inside :meth:`transaction`)."""
+        """Insert or replace fact rows and index them lexically (call inside :meth:`transaction`).
+
+        A fact's episode (with its messages) is written first: the lexical index reads the
+        message before the fact's source turn.
+        """
+        facts = list(facts)
+        if not facts:
+            return
+        self._unindex([s.fact.id for s in facts])
         self._many(
             f"INSERT OR REPLACE INTO facts({FACT_COLUMNS}, embedding) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -208,6 +222,25 @@ class RecordStore:
               iso(f.created_at), iso(f.expired_at), json.dumps(list(f.source_message_ids)),
               s.subject_id, s.object_id, blob(s.embedding))
              for s in facts for f in [s.fact]])
+        by_user: dict[str, list[str]] = {}
+        for s in facts:
+            by_user.setdefault(s.fact.user_id, []).append(s.fact.id)
+        for user, ids in by_user.items():
+            table = fts.table_name(user)
+            self._exec(fts.create_sql(table))
+            self._rows_in(fts.index_sql(table), ids, [user])
+
+    def _unindex(self, ids: Sequence[str]) -> None:
+        """Take stored facts out of their users' lexical index (before they are replaced)."""
+        by_user: dict[str, list[int]] = {}
+        for user, rowid in self._rows_in("SELECT user_id, rowid FROM facts WHERE id IN ({ids})", ids):
+            by_user.setdefault(user, []).append(rowid)
+        for user, rowids in by_user.items():
+            if self._has_table(fts.table_name(user)):
+                self._many(f"DELETE FROM {fts.table_name(user)} WHERE rowid = ?", [(r,) for r in rowids])
+
+    def _has_table(self, name: str) -> bool:
+        return bool(self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name]))
 
     def update_facts(self, facts: Iterable[Fact]) -> None:
         """Rewrite the mutable columns of stored facts (supersession, reinforcement)."""
@@ -288,8 +321,12 @@ class RecordStore:
         return [fact_from_row(r) for r in self._rows(sql, params)]
 
     def facts_touching(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
-                       limit: int = 500) -> list[str]:
-        """Ids of current (or as-of) facts whose subject or object is in ``entity_ids``, newest first."""
+                       among: Iterable[str] | None = None, limit: int = 20_000) -> list[str]:
+        """Ids of current (or as-of) facts whose subject or object is in ``entity_ids``.
+
+        ``among`` restricts the answer to those fact ids (the graph then only ranks facts
+        found otherwise). ``limit`` bounds the scan; the order is not by age.
+        """
         if not entity_ids:
             return []
         marks = ",".join("?" * len(entity_ids))
@@ -299,11 +336,75 @@ class RecordStore:
         else:
             when = "valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)"
             params = [as_of, as_of]
-        sql = (f"SELECT id, valid_from FROM facts WHERE user_id = ? AND subject_id IN ({marks}) AND {when} "
-               f"UNION SELECT id, valid_from FROM facts WHERE user_id = ? AND object_id IN ({marks}) AND {when} "
-               "ORDER BY valid_from DESC LIMIT ?")
+        if among is not None:
+            ids = list(dict.fromkeys(among))
+            if not ids:
+                return []
+            rows = self._rows_in(
+                f"SELECT id FROM facts WHERE user_id = ? AND {when} AND (subject_id IN ({marks}) "
+                f"OR object_id IN ({marks})) AND id IN ({{ids}})", ids, [user_id, *params, *entity_ids, *entity_ids])
+            return [r[0] for r in rows]
+        sql = (f"SELECT id FROM facts WHERE user_id = ? AND subject_id IN ({marks}) AND {when} "
+               f"UNION SELECT id FROM facts WHERE user_id = ? AND object_id IN ({marks}) AND {when} LIMIT ?")
         rows = self._rows(sql, [user_id, *entity_ids, *params, user_id, *entity_ids, *params, limit])
         return [r[0] for r in rows]
+
+    def lexical_search(self, user_id: str, text: str, *, limit: int, as_of: str | None = None,
+                       context_weight: float = 1.0) -> dict[str, float]:
+        """BM25 scores (higher is better) of the user's current (or as-of) facts matching the words of ``text``.
+
+        The words are taken literally (:func:`~zep_core.stores.fts.match_expression`) and
+        looked up in the user's own index table only. The message before a fact counts
+        ``context_weight`` times the fact's own words (0: not looked up).
+        """
+        query = fts.match_expression(text, context=context_weight > 0)
+        table = fts.table_name(user_id)
+        if query is None or not self._has_table(table):
+            return {}
+        if as_of is None:
+            when, params = "f.valid_until IS NULL AND f.superseded_by IS NULL", []
+        else:
+            when, params = "f.valid_from <= ? AND (f.valid_until IS NULL OR f.valid_until > ?)", [as_of, as_of]
+        rows = self._rows(
+            f"SELECT f.id, -bm25({table}, 1.0, ?) AS s FROM {table} JOIN facts f ON f.rowid = {table}.rowid "
+            f"WHERE {table} MATCH ? AND f.user_id = ? AND {when} ORDER BY s DESC LIMIT ?",
+            [float(context_weight), query, user_id, *params, limit])
+        return {fid: float(s) for fid, s in rows}
+
+    def _lexical_tables(self) -> set[str]:
+        return {r[0] for r in self._rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
+                                         "AND sql LIKE 'CREATE VIRTUAL TABLE%'", [fts.TABLE_PREFIX + "%"])}
+
+    def rebuild_lexical(self) -> int:
+        """Recreate every user's lexical index from the facts (call inside :meth:`transaction`); returns rows."""
+        for table in self._lexical_tables():
+            self._exec(f"DROP TABLE {table}")
+        for (user,) in self._rows("SELECT DISTINCT user_id FROM facts"):
+            table = fts.table_name(user)
+            self._exec(fts.create_sql(table))
+            self._exec(fts.index_all_sql(table), [user])
+        return self._rows("SELECT count(*) FROM facts")[0][0]
+
+    def lexical_problems(self, user_id: str | None = None) -> dict[str, list[str]]:
+        """Facts missing from their lexical index, index rows with no fact, and indexes of no user."""
+        users = [user_id] if user_id is not None else [r[0] for r in self._rows("SELECT DISTINCT user_id FROM facts")]
+        missing: list[str] = []
+        orphans: list[str] = []
+        for user in users:
+            table = fts.table_name(user)
+            if not self._has_table(table):
+                missing += [r[0] for r in self._rows("SELECT id FROM facts WHERE user_id = ?", [user])]
+                continue
+            missing += [r[0] for r in self._rows(
+                f"SELECT id FROM facts f WHERE user_id = ? AND NOT EXISTS "
+                f"(SELECT 1 FROM {table} x WHERE x.rowid = f.rowid)", [user])]
+            orphans += [f"{user}: rowid {r[0]}" for r in self._rows(
+                f"SELECT x.rowid FROM {table} x WHERE NOT EXISTS "
+                f"(SELECT 1 FROM facts f WHERE f.rowid = x.rowid AND f.user_id = ?)", [user])]
+        found = {"lexical_missing": missing, "lexical_orphans": orphans}
+        if user_id is None:
+            found["lexical_index_of_no_user"] = sorted(self._lexical_tables() - {fts.table_name(u) for u in users})
+        return {k: v for k, v in found.items() if v}
 
     def entity_history(self, user_id: str, entity_id: str) -> list[Fact]:
         """Every fact with the entity as subject or object, by valid_from ascending."""

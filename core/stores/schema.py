@@ -20,8 +20,9 @@ from ..models import Entity, Fact, to_utc
 __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "StoredFact", "blob", "entity_from_row", "fact_from_row",
            "iso", "parse_time"]
 
-#: Bumped whenever a table changes; a folder from a newer version is refused.
-SCHEMA_VERSION = 1
+#: Bumped whenever a table changes; a folder from a newer version is refused, an older
+#: one is migrated on open. 2: the lexical index ``facts_fts`` (:mod:`zep_core.stores.fts`).
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zep_core.stores.base import VECTOR_KINDS
+from zep_core.stores.fts import TABLE_PREFIX, table_name
 from zep_core.stores.vectors import collection_name
 
 _TABLES = ("episodes", "messages", "facts", "entities", "aliases", "session_messages", "outbox")
@@ -202,3 +203,28 @@ def vector_ids(memory, user: str, kind: str) -> set[str]:
 def wipe_vector_index(memory) -> None:
     """Lose the whole vector index, as a wiped Chroma folder or server would."""
     memory._stores.vectors.reset()
+
+
+def lexical_tables(conn) -> list[str]:
+    """The names of the per-user lexical index tables in an open ``zep.db`` connection."""
+    return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
+                                       "AND sql LIKE 'CREATE VIRTUAL TABLE%'", [TABLE_PREFIX + "%"])]
+
+
+def lexical_index(memory) -> dict[str, tuple[str, str, str]]:
+    """The lexical (FTS5) index as ``{fact id: (table owner, text, context)}``, read straight from SQLite.
+
+    The owner is the user whose table holds the row; a row in the wrong table shows as a
+    fact whose ``user_id`` differs from it.
+    """
+    conn = sqlite3.connect(f"file:{memory.data_dir / 'zep.db'}?mode=ro", uri=True)
+    try:
+        users = {table_name(u): u for (u,) in conn.execute("SELECT DISTINCT user_id FROM facts")}
+        out: dict[str, tuple[str, str, str]] = {}
+        for table in lexical_tables(conn):
+            for fid, text, context in conn.execute(
+                    f"SELECT f.id, x.text, x.context FROM {table} x JOIN facts f ON f.rowid = x.rowid"):
+                out[fid] = (users.get(table, table), text, context)
+        return out
+    finally:
+        conn.close()

@@ -1,0 +1,107 @@
+"""The lexical index: SQLite FTS5 over the facts, one table per user.
+
+Each user's facts are indexed in that user's own FTS5 table (:func:`table_name`), as
+each user's vectors live in their own Chroma collections: a lexical query reads one
+table, so it can only find that user's facts, and its BM25 statistics (how rare a word
+is) come from that user's facts alone — another tenant's words change nothing. The
+record store writes it in the same transaction as the facts (insert, replace,
+``forget_user``, import) and rebuilds it from them (migration, ``rebuild()``).
+
+Each fact has one row in its user's table with the fact's ``rowid``. Its *index text*
+is the fact's content, its subject, predicate and object words (column ``text``), and —
+for a fact drawn from a reply — the end of the message said just before its source turn
+in the episode, the question the reply answers (column ``context``), so "Where did
+Kim's grandmother grow up?" finds "Kim: Gyeongju, near the coast.".
+The returned fact is unchanged; only what it is found by grows.
+
+User input is always taken literally: :func:`match_expression` keeps only the words of
+the text, each quoted as an FTS5 string, OR-ed together, so ``AND``, ``NEAR``, ``*``,
+``:``, ``-``, quotes and parentheses are words or nothing, never syntax.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+__all__ = ["STOPWORDS", "TABLE_PREFIX", "create_sql", "index_all_sql", "index_sql", "match_expression", "table_name"]
+
+TABLE_PREFIX = "facts_fts_"
+
+#: The English words a question shares with every fact; they are not looked up.
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are aren't as at be because been before being below
+between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
+few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself
+him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't
+my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd
+she'll she's should shouldn't so some such than that that's the their theirs them themselves then there there's
+these they they'd they'll they're they've this those through to too under until up very was wasn't we we'd
+we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's with
+won't would wouldn't you you'd you'll you're you've your yours yourself yourselves s t d ll m re ve
+""".split())
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # letters and digits; FTS5's unicode61 splits on the rest
+
+# The index text of the fact row ``f``, two SQL expressions. ``text``: content, subject,
+# the predicate's words and the object (a statement's content already quotes it).
+# ``context``: the end (200 characters) of the message before the fact's first source
+# message in its episode, when someone else said it — a reply is found by the question
+# it answers, which usually ends that message; the rest of a long turn is left out.
+_TEXT = """
+{f}.content || ' ' || {f}.subject
+|| CASE WHEN {f}.predicate = 'statement' THEN ''
+        ELSE ' ' || replace({f}.predicate, '_', ' ') || ' ' || {f}.object END
+"""
+_CONTEXT = """
+coalesce((SELECT substr(p.content, -200) FROM messages m JOIN messages p
+          ON p.episode_id = m.episode_id AND p.seq = m.seq - 1
+          WHERE m.episode_id = {f}.episode_id
+            AND m.message_id = json_extract({f}.source_message_ids, '$[0]')
+            AND (p.role IS NOT m.role OR p.name IS NOT m.name)
+          LIMIT 1), '')
+"""
+
+
+def table_name(user_id: str) -> str:
+    """The name of ``user_id``'s own lexical index table (a hash: any user id is a safe name)."""
+    return TABLE_PREFIX + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:32]
+
+
+def create_sql(table: str) -> str:
+    """The statement that creates one user's lexical index table."""
+    return (f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5("
+            "text, context, tokenize = 'porter unicode61 remove_diacritics 2')")
+
+
+def index_sql(table: str) -> str:
+    """Index the user's facts with these ids (``?`` = user id, ``{ids}`` = the id list)."""
+    return (f"INSERT INTO {table}(rowid, text, context) SELECT f.rowid, {_TEXT.format(f='f')}, "
+            f"{_CONTEXT.format(f='f')} FROM facts f WHERE f.user_id = ? AND f.id IN ({{ids}})")
+
+
+def index_all_sql(table: str) -> str:
+    """Index every fact of the user (``?`` = user id)."""
+    return (f"INSERT INTO {table}(rowid, text, context) SELECT f.rowid, {_TEXT.format(f='f')}, "
+            f"{_CONTEXT.format(f='f')} FROM facts f WHERE f.user_id = ?")
+
+
+def match_expression(text: str, *, context: bool = True, max_terms: int = 64) -> str | None:
+    """An FTS5 query for the words of ``text``, taken literally.
+
+    Each word that is not a stopword becomes a quoted string; the words are OR-ed
+    (BM25 ranks the facts that match more and rarer words first) and looked up in the
+    fact's text and, with ``context``, in the message before it. None when the text
+    has no word worth looking up.
+
+    Example:
+        >>> match_expression('Kim AND "NEAR(work*)" -x')
+        '{text context} : ("kim" OR "near" OR "work" OR "x")'
+
+    """
+    words = dict.fromkeys(w.casefold() for w in _WORD.findall(text))
+    terms = [w for w in words if w not in STOPWORDS][:max_terms]
+    if not terms:
+        return None
+    columns = "{text context}" if context else "text"
+    return f"{columns} : (" + " OR ".join(f'"{w}"' for w in terms) + ")"
