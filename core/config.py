@@ -66,15 +66,40 @@ class ScoringSettings:
     ``MemoryConfig(scoring=SPEC_SCORING)``.
 
     Args:
-        semantic_threshold: the spec's ``semantic_match(threshold: …)``; 0.2 by default,
-            the benchmark's winner (see ``SPEC_SCORING`` for the spec's literal 0.6).
+        semantic_threshold: the spec's ``semantic_match(threshold: …)``; 0.1 by default:
+            in the rank fusion a fact's rank decides, and the threshold only keeps out what
+            is unrelated (see ``SPEC_SCORING`` for the spec's literal 0.6, which loses the
+            evidence MiniLM scores between 0.2 and 0.6).
         graph_hops: the spec's ``graph_match(hops: 2)``.
-        semantic_weight, graph_weight: the spec's ``sm * 0.7 + gm * 0.3``.
+        semantic_weight, graph_weight: the spec's ``sm * 0.7 + gm * 0.3``; in the rank
+            fusion, the weights of the semantic and the graph rankings.
         context_limit: the spec's ``limit 10``.
         require_both: the spec's literal AND of both matches (default: either).
         semantic_candidates: how many nearest vectors to fetch from Chroma per query.
-        graph_candidates: cap on facts found through the graph per query.
+        graph_candidates: cap on facts found through the graph per query; they are ranked
+            by their match to the input (not by age) before the cap.
         hop_scores: graph score of a fact at 1 and 2 hops from an entity named in the input.
+        fusion: ``rrf`` (default): reciprocal rank fusion of the semantic, lexical and
+            graph rankings, each weighted (``semantic_weight / (rrf_k + rank)`` …);
+            ``weighted``: the spec's weighted sum of scores, ``w_s * sm + w_g * gm``, plus
+            ``lexical_weight`` times the BM25 score over the query's best BM25 score.
+        lexical_weight: weight of the lexical (FTS5 BM25) ranking; 0 switches it off.
+        lexical_candidates: how many facts to take from the lexical index per query.
+        rrf_k: the RRF constant: larger flattens the difference between ranks.
+        graph_mode: ``boost`` (default): the graph ranks only the facts that also match
+            by meaning or by words, so a person's hundreds of facts do not flood the
+            context; ``candidates``: every fact near a named entity is a candidate.
+        newer_first_similarity: when two current facts of the same subject in the result
+            are at least this similar (cosine of their vectors), the older ranks right
+            below the newer and is marked as earlier (``I lead 3 engineers`` → ``I now
+            lead 5``); 1.0 switches it off. Neither fact is retired.
+        asker_weight: the graph weight of the facts touching the asker when the input is
+            in the first person ("what did I say about…" is about the asker's own
+            memory, so their facts come before the assistant's and others' among equals);
+            ``graph_weight`` is used for the other entities the input names.
+        lexical_context_weight: how much the message before a fact (the question a reply
+            answers) counts in its lexical match, relative to the fact's own words;
+            0 looks up the fact's own words only.
 
     Raises:
         ConfigError: a value is out of range or of the wrong type.
@@ -85,7 +110,7 @@ class ScoringSettings:
 
     """
 
-    semantic_threshold: float = 0.2
+    semantic_threshold: float = 0.1
     graph_hops: int = 2
     semantic_weight: float = 0.7
     graph_weight: float = 0.3
@@ -94,8 +119,26 @@ class ScoringSettings:
     semantic_candidates: int = 50
     graph_candidates: int = 500
     hop_scores: tuple[float, ...] = (1.0, 0.5)
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    lexical_weight: float = 1.0
+    lexical_candidates: int = 50
+    rrf_k: int = 10
+    graph_mode: Literal["boost", "candidates"] = "boost"
+    newer_first_similarity: float = 0.9
+    asker_weight: float = 3.0
+    lexical_context_weight: float = 1.0
 
     def __post_init__(self) -> None:
+        if self.fusion not in ("rrf", "weighted"):
+            raise ConfigError(f"fusion must be 'rrf' or 'weighted', got {self.fusion!r}")
+        if self.graph_mode not in ("boost", "candidates"):
+            raise ConfigError(f"graph_mode must be 'boost' or 'candidates', got {self.graph_mode!r}")
+        if not all(_is_real(w) and w >= 0 for w in (self.lexical_weight, self.asker_weight,
+                                                      self.lexical_context_weight)):
+            raise ConfigError("lexical_weight, lexical_context_weight and asker_weight must be >= 0")
+        if not _is_real(self.newer_first_similarity) or not 0 <= self.newer_first_similarity <= 1:
+            raise ConfigError(f"newer_first_similarity must be in [0, 1], got {self.newer_first_similarity!r}")
+        _check_counts(self, "lexical_candidates", "rrf_k")
         if not _is_real(self.semantic_threshold) or not 0 <= self.semantic_threshold <= 1:
             raise ConfigError(f"semantic_threshold must be in [0, 1], got {self.semantic_threshold!r}")
         if not all(_is_real(w) and w >= 0 for w in (self.semantic_weight, self.graph_weight)):
@@ -122,12 +165,13 @@ class ScoringSettings:
 
 
 #: The spec's GetContext numbers, the spec literally: ``MemoryConfig(scoring=SPEC_SCORING)``
-#: or ``MemoryConfig(**SPEC_SCORING)``. The defaults differ only in the threshold, where the
-#: benchmarks (docs/benchmarks.md) measured better evidence recall at 0.2: LoCoMo categories
-#: 1-4 all@10 .430 -> .441, LongMemEval .803 -> .824 (MiniLM's cosine between a question and
-#: the turn that answers it is mostly 0.2-0.6). Other weights were within noise or worse.
+#: or ``MemoryConfig(**SPEC_SCORING)``. ``semantic_match(threshold: 0.6)``,
+#: ``graph_match(hops: 2)`` (every fact near a named entity is a candidate),
+#: ``order by (sm * 0.7 + gm * 0.3) desc limit 10``, and nothing else: no lexical signal,
+#: no newer-first ordering. The defaults differ; docs/benchmarks.md reports both.
 SPEC_SCORING = ScoringSettings(semantic_threshold=0.6, semantic_weight=0.7, graph_weight=0.3, graph_hops=2,
-                               context_limit=10)
+                               context_limit=10, fusion="weighted", lexical_weight=0.0,
+                               graph_mode="candidates", newer_first_similarity=1.0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -270,9 +314,14 @@ class MemoryConfig:
         entity_refresh_interval: the spec's ``every 6h``.
         auto_refresh: run :meth:`Memory.refresh_entities` on a background schedule.
         default_speaker: the name "I" resolves to for ``user`` messages without a name.
+        assistant_speaker: the speaker of ``assistant`` messages without a name, so what
+            the assistant said is memory too ("what did you recommend last time?") and
+            "you" in a question names it; None leaves unnamed assistant turns unindexed.
         scoring: :class:`ScoringSettings`: ``semantic_threshold``, ``graph_hops``,
             ``semantic_weight``, ``graph_weight``, ``context_limit``, ``require_both``,
-            ``semantic_candidates``, ``graph_candidates``, ``hop_scores``.
+            ``semantic_candidates``, ``graph_candidates``, ``hop_scores``, ``fusion``,
+            ``lexical_weight``, ``lexical_candidates``, ``lexical_context_weight``, ``rrf_k``,
+            ``graph_mode``, ``asker_weight``, ``newer_first_similarity``.
         storage: :class:`StorageSettings`: ``busy_timeout_ms``, ``graph_buffer_pool_mb``,
             ``chroma_url``, ``on_embedder_mismatch``, ``index_writes``.
         limits: :class:`LimitSettings`: ``max_message_chars``, ``max_messages_per_episode``,
@@ -301,6 +350,7 @@ class MemoryConfig:
     entity_refresh_interval: timedelta = timedelta(hours=6)
     auto_refresh: bool = False
     default_speaker: str = "User"
+    assistant_speaker: str | None = "Assistant"
     scoring: ScoringSettings = ScoringSettings()
     storage: StorageSettings = StorageSettings()
     limits: LimitSettings = LimitSettings()
@@ -326,6 +376,9 @@ class MemoryConfig:
         if isinstance(predicates, str) or not isinstance(predicates, Iterable):
             raise ConfigError(f"single_valued_predicates must be a collection of names, got {predicates!r}")
         object.__setattr__(self, "single_valued_predicates", frozenset(predicates))
+        speaker = self.assistant_speaker
+        if speaker is not None and (not isinstance(speaker, str) or not speaker.strip()):
+            raise ConfigError(f"assistant_speaker must be a non-empty string or None, got {speaker!r}")
 
     def __getattr__(self, name: str) -> Any:
         """A group's field by its flat name: ``config.chroma_url`` is ``config.storage.chroma_url``."""

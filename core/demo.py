@@ -48,9 +48,10 @@ def run(data_dir: str | Path, out=sys.stdout) -> None:
         memory.refresh_entities()
         question = "Where does Alice live now?"
         say(f"\n== get_context({question!r})")
+        say("   score (fused ranks of: cosine, BM25 over the words, graph hop)  fact")
         for fact in memory.get_context(question, user_id="alice", limit=5):
-            w_s, w_g = memory.config.semantic_weight, memory.config.graph_weight
-            say(f"   {fact.score:.3f} = {w_s}*{fact.semantic_score:.3f} + {w_g}*{fact.graph_score:.1f}  {fact.content}")
+            say(f"   {fact.score:.3f} ({fact.semantic_score:.2f}, {fact.lexical_score:.2f}, {fact.graph_score:.1f})"
+                f"  {fact.content}")
         say("\n== context_block (what an agent's prompt receives)")
         say(memory.context_block(question, user_id="alice", limit=5))
         say("\n== entity_history('Alice'), oldest first, superseded facts too")

@@ -74,7 +74,7 @@ class Memory:
             self._ingest = Ingestor(self.config, records, self._sync, self.embedder, self.extractor, self.now,
                                     self._check_open)
             self._retrieval = Retriever(records, self._stores.vectors, self._stores.graph, self.embedder,
-                                        self._sync.catch_up)
+                                        self._sync.catch_up, assistant=self.config.assistant_speaker)
             self._sessions = SessionBuffer(self.config, records, self._ingest, self.now)
             self._maintenance = Maintenance(self.config, self._stores, self._sync, self._ingest, self.embedder,
                                             self.summarizer, self.now)

@@ -175,8 +175,11 @@ class Episode:
 class Fact:
     """A fact with time: the spec's Fact plus ids, provenance and system times.
 
-    ``score``, ``semantic_score`` and ``graph_score`` are set on facts returned by
-    :meth:`zep_core.Memory.get_context`; they take no part in equality.
+    ``score`` (the total) and its parts ``semantic_score`` (cosine), ``lexical_score``
+    (BM25, 0 when the words did not match) and ``graph_score`` (hop score) are set on
+    facts returned by :meth:`zep_core.Memory.get_context`, and ``newer_fact_id`` when a
+    newer fact in the same result says nearly the same thing (this one is then the
+    earlier value). They take no part in equality.
 
     Raises:
         InvariantError: ``valid_until`` is earlier than ``valid_from``.
@@ -201,6 +204,8 @@ class Fact:
     score: float | None = field(default=None, compare=False)
     semantic_score: float | None = field(default=None, compare=False)
     graph_score: float | None = field(default=None, compare=False)
+    lexical_score: float | None = field(default=None, compare=False)
+    newer_fact_id: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("content", "subject", "predicate", "object"):
@@ -231,9 +236,11 @@ class Fact:
         when = to_utc(when, "as_of")
         return self.valid_from <= when and (self.valid_until is None or when < self.valid_until)
 
-    def with_scores(self, score: float, semantic: float, graph: float) -> Fact:
-        """Return a copy carrying its retrieval score and the parts it came from."""
-        return replace(self, score=score, semantic_score=semantic, graph_score=graph)
+    def with_scores(self, score: float, semantic: float, graph: float, *, lexical: float = 0.0,
+                    newer: str | None = None) -> Fact:
+        """Return a copy carrying its retrieval score, the parts it came from, and a newer near-duplicate."""
+        return replace(self, score=score, semantic_score=semantic, graph_score=graph, lexical_score=lexical,
+                       newer_fact_id=newer)
 
 
 @dataclass(frozen=True, kw_only=True)

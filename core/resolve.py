@@ -13,7 +13,7 @@ import re
 from .temporal import normalize_name
 
 __all__ = ["FIRST_PERSON", "canonical_predicate", "entity_id", "input_aliases", "is_first_person",
-           "mentions_first_person", "speaker_of"]
+           "mentions_first_person", "mentions_second_person", "speaker_of"]
 
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "i'm", "im"})
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
@@ -46,6 +46,14 @@ def is_first_person(name: str) -> bool:
 def mentions_first_person(text: str) -> bool:
     """Whether ``text`` speaks in the first person singular ("Where do I live?")."""
     return any(w.casefold() in FIRST_PERSON or w.casefold().startswith(("i'", "i’")) for w in _WORD.findall(text))
+
+
+SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "you're", "you've", "you'd", "you'll"})
+
+
+def mentions_second_person(text: str) -> bool:
+    """Whether ``text`` addresses the assistant ("What did you recommend?")."""
+    return any(w.casefold().replace("’", "'") in SECOND_PERSON for w in _WORD.findall(text))
 
 
 def input_aliases(text: str, *, max_words: int = 4, max_grams: int = 2000) -> list[str]:

@@ -1,4 +1,4 @@
-"""GetContext: candidates (semantic, graph, ``as_of`` history) → scores → facts → context block.
+"""GetContext: candidates (semantic, lexical, graph, ``as_of`` history) → one fusion → facts → context block.
 
 The spec's query::
 
@@ -11,18 +11,26 @@ The spec's query::
 ``sm`` is the cosine similarity of the fact to the input; a fact *matches*
 semantically when ``sm >= threshold``. ``gm`` is the graph score of a fact within
 ``hops`` of an entity named in the input (1.0 at one hop, 0.5 at two by default),
-0 otherwise. A fact is a candidate when either matches (``require_both`` gives the
-spec's literal AND); candidates are ranked by ``w_s * sm + w_g * gm``.
+0 otherwise. To these the core adds a third signal, the fact's *words*: BM25 over the
+user's own FTS5 index (:mod:`zep_core.stores.fts`), where a reply is also indexed by
+the question before it.
 
-The ranking (:func:`score_candidates`) and the block (:func:`render_context_block`)
-are pure functions over ids, floats and records; :class:`Retriever` gathers the
-candidates from the stores. Every number comes from ``MemoryConfig.scoring``
-(:class:`~zep_core.config.ScoringSettings`); ``SPEC_SCORING`` is the spec literally.
+By default the three rankings are fused by reciprocal rank (the benchmark's winner:
+LoCoMo and LongMemEval, docs/benchmarks.md); the graph then only ranks facts that
+also match by meaning or words, and the asker's own facts weigh ``asker_weight`` in a
+first-person question. ``SPEC_SCORING`` is the spec literally: the weighted sum above,
+every fact near a named entity a candidate, no lexical signal.
+
+The ranking (:func:`score_candidates`), the newer-first ordering of near-duplicates
+(:func:`newer_first`) and the block (:func:`render_context_block`) are pure
+functions over ids, floats and records; :class:`Retriever` gathers the candidates from
+the stores. Every number comes from ``MemoryConfig.scoring``
+(:class:`~zep_core.config.ScoringSettings`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -31,13 +39,13 @@ from .config import MemoryConfig, ScoringSettings
 from .errors import NotFoundError, ValidationError
 from .models import Entity, Fact, to_utc
 from .providers.base import Embedder
-from .resolve import input_aliases, mentions_first_person
+from .resolve import input_aliases, mentions_first_person, mentions_second_person
 from .stores.base import GraphIndex, VectorIndex
 from .stores.records import RecordStore, iso
 from .temporal import normalize_name
 from .validation import check_limit, check_text
 
-__all__ = ["ContextQuery", "Retriever", "Scored", "render_context_block", "score_candidates"]
+__all__ = ["ContextQuery", "Retriever", "Scored", "newer_first", "render_context_block", "score_candidates"]
 
 
 @dataclass(frozen=True)
@@ -96,46 +104,132 @@ class Scored:
     score: float
     semantic: float
     graph: float
+    lexical: float = 0.0
+
+
+def _ranks(scores: Mapping[str, float], order: Mapping[str, str]) -> dict[str, int]:
+    """1-based rank of each id by score, ties to the newer (``order``: sortable valid_from)."""
+    ids = sorted(scores, key=lambda i: (scores[i], order.get(i, "")), reverse=True)
+    return {fid: n for n, fid in enumerate(ids, 1)}
 
 
 def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], scoring: ScoringSettings,
-                     *, recency: Mapping[str, str] | None = None) -> list[Scored]:
-    """Rank candidates by the spec's formula; ties go to the newer fact.
+                     *, lexical: Mapping[str, float] | None = None, asker: Collection[str] = (),
+                     recency: Mapping[str, str] | None = None) -> list[Scored]:
+    """Rank the candidates of one query; ties go to the newer fact.
+
+    A fact *matches* by meaning when its cosine ``sm >= semantic_threshold``, by words
+    when the lexical index found it (BM25 > 0), and through the graph when it lies
+    within ``graph_hops`` of an entity the input names (``gm`` = its hop score). It is a
+    candidate when it matches by meaning or words, or — with ``graph_mode="candidates"``
+    — through the graph; ``require_both`` asks for meaning *and* graph (the spec's AND).
+
+    ``fusion="rrf"`` sums ``weight / (rrf_k + rank)`` over the three rankings: by
+    cosine, by BM25, and the graph's — the candidates it matches, ranked by hop and then
+    by cosine, so the graph orders a named person's facts by how well they fit the
+    question instead of lifting all of them. ``fusion="weighted"`` is the spec's sum,
+    ``w_s * sm + w_g * gm + w_l * bm25 / max(bm25)``.
 
     Args:
-        semantic: cosine similarity of every candidate (graph-only ones included).
-        graph: graph score of the candidates found through the graph.
-        scoring: threshold, weights, limit and AND/OR.
+        semantic: cosine similarity of every candidate (graph- and word-only ones included).
+        graph: hop score of the facts near an entity the input names.
+        scoring: the numbers (all from ``MemoryConfig.scoring``).
+        lexical: BM25 score of the facts the lexical index found.
+        asker: the graph candidates that touch the asker of a first-person input.
         recency: sortable ``valid_from`` per id, used to break ties.
 
     """
+    lexical, recency = lexical or {}, recency or {}
+    if not scoring.lexical_weight:
+        lexical = {}
+    sem = {i: max(0.0, float(v)) for i, v in semantic.items()}
+    matched = {i for i, v in sem.items() if v >= scoring.semantic_threshold} | {i for i, v in lexical.items() if v > 0}
+    if scoring.require_both:
+        keep = {i for i in graph if sem.get(i, 0.0) >= scoring.semantic_threshold}
+    elif scoring.graph_mode == "candidates":
+        keep = matched | set(graph)
+    else:
+        keep = matched
+    graph_hits = {i: g for i, g in graph.items() if i in keep and g > 0}
     out: list[Scored] = []
-    for fid in set(semantic) | set(graph):
-        sm = max(0.0, float(semantic.get(fid, 0.0)))
-        gm = float(graph.get(fid, 0.0))
-        sem_match, graph_match = sm >= scoring.semantic_threshold, gm > 0
-        keep = (sem_match and graph_match) if scoring.require_both else (sem_match or graph_match)
-        if keep:
-            out.append(Scored(fid, scoring.semantic_weight * sm + scoring.graph_weight * gm, sm, gm))
-    recency = recency or {}
+    if scoring.fusion == "weighted":
+        top = max(lexical.values(), default=0.0) or 1.0
+        for fid in keep:
+            sm, gm, lm = sem.get(fid, 0.0), graph_hits.get(fid, 0.0), lexical.get(fid, 0.0) / top
+            w_g = scoring.asker_weight if fid in asker else scoring.graph_weight
+            total = scoring.semantic_weight * sm + w_g * gm + scoring.lexical_weight * lm
+            out.append(Scored(fid, total, sm, gm, lexical.get(fid, 0.0)))
+    else:
+        c = scoring.rrf_k
+        by_sem = _ranks({i: sem[i] for i in keep if sem.get(i, 0.0) >= scoring.semantic_threshold}, recency)
+        by_lex = _ranks({i: lexical[i] for i in keep if lexical.get(i, 0.0) > 0}, recency)
+        by_graph = _ranks({i: g + sem.get(i, 0.0) / 2 for i, g in graph_hits.items()}, recency)  # hop, then cosine
+        for fid in keep:
+            w_g = scoring.asker_weight if fid in asker else scoring.graph_weight
+            total = sum(w / (c + ranks[fid]) for w, ranks in ((scoring.semantic_weight, by_sem),
+                        (scoring.lexical_weight, by_lex), (w_g, by_graph)) if fid in ranks)
+            out.append(Scored(fid, total, sem.get(fid, 0.0), graph.get(fid, 0.0), lexical.get(fid, 0.0)))
     out.sort(key=lambda s: (s.score, recency.get(s.fact_id, "")), reverse=True)
-    return out[: scoring.context_limit]
+    return out
+
+
+def newer_first(ranked: Sequence[Scored], vectors: Mapping[str, Any], subjects: Mapping[str, str],
+                recency: Mapping[str, str], similarity: float) -> tuple[list[Scored], dict[str, str]]:
+    """Put the newer of two near-duplicate facts first: "I lead 3 engineers" → "I now lead 5".
+
+    Two facts of the same subject whose vectors are at least ``similarity`` alike say
+    nearly the same thing. Every older one is marked as earlier than the newest, and
+    one that ranked above it moves to just below it, its score lowered to the newer
+    one's. Nothing is retired: "I like jazz" and "I like rock" both stay current.
+
+    Returns:
+        the new order, and ``{older id: newer id}`` for the facts marked earlier.
+
+    """
+    ids = [s.fact_id for s in ranked if s.fact_id in vectors]
+    if similarity >= 1.0 or len(ids) < 2:
+        return list(ranked), {}
+    import numpy as np
+
+    mat = np.stack([np.asarray(vectors[i], dtype=np.float32) for i in ids])
+    sims = mat @ mat.T
+    newest: dict[str, str] = {}  # fact -> the newest near-duplicate of the same subject
+    for a, x in enumerate(ids):
+        for b, y in enumerate(ids):
+            if (a != b and sims[a, b] >= similarity and subjects.get(x) == subjects.get(y)
+                    and recency.get(y, "") > recency.get(newest.get(x, x), "")):
+                newest[x] = y
+    if not newest:
+        return list(ranked), {}
+    out = list(ranked)
+    for old, new in newest.items():
+        at_old = next(n for n, s in enumerate(out) if s.fact_id == old)
+        at_new = next(n for n, s in enumerate(out) if s.fact_id == new)
+        if at_old < at_new:
+            moved = out.pop(at_old)
+            out.insert(at_new, replace(moved, score=out[at_new - 1].score))
+    return out, newest
+
+
+#: At most this many facts are read per hop to find the graph candidates (then ranked by match).
+_GRAPH_SCAN = 20_000
 
 
 class Retriever:
-    """GetContext over the stores: candidates (semantic, graph, as_of) → scores → facts.
+    """GetContext over the stores: candidates (semantic, lexical, graph, as_of) → scores → facts.
 
     Args:
         records, vectors, graph: the stores.
         embedder: embeds the query.
         catch_up: applies queued index writes before the indexes are read.
+        assistant: the name unnamed assistant turns are stored under ("you" in a question).
 
     """
 
     def __init__(self, records: RecordStore, vectors: VectorIndex, graph: GraphIndex, embedder: Embedder,
-                 catch_up: Callable[[], None]) -> None:
+                 catch_up: Callable[[], None], assistant: str | None = None) -> None:
         self.records, self.vectors, self.graph = records, vectors, graph
-        self.embedder, self._catch_up = embedder, catch_up
+        self.embedder, self._catch_up, self._assistant = embedder, catch_up, assistant
 
     def get_context(self, query: ContextQuery) -> list[Fact]:
         """The most relevant facts current at ``query.as_of`` (now by default), best first."""
@@ -148,36 +242,71 @@ class Retriever:
         semantic = dict(self.vectors.query(user, "current", vector, k))
         if when is not None:
             semantic.update(self.vectors.query(user, "history", vector, k))
+        lexical = (self.records.lexical_search(user, query.text, limit=scoring.lexical_candidates,
+                                               as_of=iso(when) if when else None,
+                                               context_weight=scoring.lexical_context_weight)
+                   if scoring.lexical_weight else {})
         use_graph = scoring.graph_hops and (scoring.graph_weight or scoring.require_both)
-        graph = self._graph_match(query) if use_graph else {}
-        missing = [f for f in graph if f not in semantic]
-        for fid, vec in self.records.fact_vectors(user, missing).items():
+        graph, asker = self._graph_match(query, set(semantic) | set(lexical), vector) if use_graph else ({}, set())
+        missing = [f for f in set(graph) | set(lexical) if f not in semantic]
+        vectors = self.records.fact_vectors(user, missing) if missing else {}
+        for fid, vec in vectors.items():
             semantic[fid] = float(vec @ vector)
         facts = self.records.get_facts(user, list(set(semantic) | set(graph)))
         valid = {i: f for i, f in facts.items() if (f.valid_at(when) if when else f.is_current)}
+        recency = {i: iso(f.valid_from) for i, f in valid.items()}
         ranked = score_candidates({i: s for i, s in semantic.items() if i in valid},
                                   {i: g for i, g in graph.items() if i in valid}, scoring,
-                                  recency={i: iso(f.valid_from) for i, f in valid.items()})
-        return [valid[s.fact_id].with_scores(round(s.score, 6), round(s.semantic, 6), s.graph) for s in ranked]
+                                  lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker,
+                                  recency=recency)
+        ranked = ranked[: scoring.context_limit + 5]
+        older: dict[str, str] = {}
+        if scoring.newer_first_similarity < 1.0 and len(ranked) > 1:
+            top = [s.fact_id for s in ranked]
+            own = {**{i: v for i, v in vectors.items() if i in top},
+                   **self.records.fact_vectors(user, [i for i in top if i not in vectors])}
+            ranked, older = newer_first(ranked, own, {i: valid[i].subject.casefold() for i in top}, recency,
+                                        scoring.newer_first_similarity)
+        return [valid[s.fact_id].with_scores(round(s.score, 6), round(s.semantic, 6), s.graph,
+                                             lexical=round(s.lexical, 6), newer=older.get(s.fact_id))
+                for s in ranked[: scoring.context_limit]]
 
-    def _graph_match(self, query: ContextQuery) -> dict[str, float]:
-        """Facts within ``graph_hops`` of an entity the text names, scored by hop."""
+    def _graph_match(self, query: ContextQuery, matched: set[str], vector: Any) -> tuple[dict[str, float], set[str]]:
+        """Facts within ``graph_hops`` of an entity the text names, scored by hop.
+
+        With ``graph_mode="boost"`` only the facts in ``matched`` (found by meaning or
+        words) are looked up; with ``candidates``, every such fact up to
+        ``graph_candidates`` (the caller ranks them by their match before the cap).
+        """
         scoring, user = query.scoring, query.user_id
         as_of = iso(query.as_of) if query.as_of else None
         names = input_aliases(query.text) + ([normalize_name(query.asker)] if query.asker else [])
-        named = set(self.records.entity_ids_for_aliases(user, names).values())
+        if self._assistant and mentions_second_person(query.text):
+            names.append(normalize_name(self._assistant))
+        found = self.records.entity_ids_for_aliases(user, names)
+        named = set(found.values())
+        only = matched if scoring.graph_mode == "boost" and not scoring.require_both else None
+        if only is not None and not only:
+            return {}, set()
+        asker_id = found.get(normalize_name(query.asker)) if query.asker else None
+        asker = set(self.records.facts_touching(user, [asker_id], as_of=as_of, among=only, limit=_GRAPH_SCAN)
+                    if asker_id else [])
         scores: dict[str, float] = {}
-        cap = scoring.graph_candidates
         frontier, seen = named, set(named)
         for hop in range(scoring.graph_hops):
-            if not frontier or len(scores) >= cap:
+            if not frontier:
                 break
-            for fid in self.records.facts_touching(user, list(frontier), as_of=as_of, limit=cap - len(scores)):
+            for fid in self.records.facts_touching(user, list(frontier), as_of=as_of, among=only,
+                                                   limit=_GRAPH_SCAN):
                 scores.setdefault(fid, scoring.hop_scores[hop])
-            if hop + 1 < scoring.graph_hops and len(scores) < cap:  # else the next hop adds nothing
+            if hop + 1 < scoring.graph_hops:  # else the next hop adds nothing
                 frontier = self.graph.neighbours(user, list(frontier), as_of=as_of) - seen
                 seen |= frontier
-        return scores
+        if only is None and len(scores) > scoring.graph_candidates:  # cap by match, not by age
+            cos = {i: float(v @ vector) for i, v in self.records.fact_vectors(user, list(scores)).items()}
+            keep = sorted(scores, key=lambda i: (scores[i], cos.get(i, 0.0)), reverse=True)[: scoring.graph_candidates]
+            scores = {i: scores[i] for i in keep}
+        return scores, asker & set(scores)
 
     def entity_id(self, name: Any, user_id: str) -> str:
         """The id of the user's entity called ``name`` (or one of its aliases).
@@ -237,6 +366,8 @@ def render_context_block(facts: Sequence[Fact], entities: Sequence[Entity] = (),
         span = f"valid from {_date(f.valid_from)}"
         if f.valid_until:
             span += f" until {_date(f.valid_until)}"
+        if f.newer_fact_id:
+            span = f"earlier: {span}; the fact above is newer"
         lines.append(f"- {f.content} ({span})")
     summaries = [e for e in entities if e.summary]
     if summaries:

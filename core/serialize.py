@@ -37,7 +37,10 @@ def fact_to_dict(fact: Fact, *, scores: bool = False) -> dict[str, Any]:
         "created_at": time_text(fact.created_at), "expired_at": time_text(fact.expired_at),
     }
     if scores:
-        out.update(score=fact.score, semantic_score=fact.semantic_score, graph_score=fact.graph_score)
+        out.update(score=fact.score, semantic_score=fact.semantic_score, lexical_score=fact.lexical_score,
+                   graph_score=fact.graph_score)
+        if fact.newer_fact_id:
+            out["newer_fact_id"] = fact.newer_fact_id
     return out
 
 

@@ -91,7 +91,8 @@ def show_and_format(docs: list[Document]) -> str:
     for d in docs:
         m = d.metadata
         print(f"    {d.page_content:<45} valid {m['valid_from'][:10]}..{(m['valid_until'] or 'now')[:10]}  "
-              f"score {m['score']:.2f} (semantic {m['semantic_score']:.2f}, graph {m['graph_score']:.1f})")
+              f"score {m['score']:.3f} (semantic {m['semantic_score']:.2f}, words {m['lexical_score']:.2f}, "
+              f"graph {m['graph_score']:.1f})")
     return format_docs(docs)
 
 

@@ -23,7 +23,7 @@ class ZepRetriever(BaseRetriever):
 
     Each document's text is the fact; its metadata carries ``subject``,
     ``predicate``, ``object``, ``valid_from``/``valid_until`` (ISO strings),
-    ``confidence``, ``score``, ``semantic_score``, ``graph_score``,
+    ``confidence``, ``score``, ``semantic_score``, ``lexical_score``, ``graph_score``,
     ``source_message_ids``, ``episode_id`` and ``fact_id``. An unknown user has no
     facts: the result is empty, not an error.
 

@@ -30,7 +30,7 @@ def test_a_flat_keyword_replaces_one_field_of_a_given_group():
     scoring = ScoringSettings(graph_hops=1, context_limit=5)
     config = MemoryConfig(scoring=scoring, semantic_threshold=0.4)
     assert config.scoring == ScoringSettings(graph_hops=1, context_limit=5, semantic_threshold=0.4)
-    assert scoring.semantic_threshold == 0.2  # the given group is not changed
+    assert scoring.semantic_threshold == 0.1  # the given group is not changed
 
 
 def test_flat_names_read_through_to_the_groups():
@@ -84,7 +84,7 @@ def test_with_changes_flat_and_group_names_and_refuses_unknown_ones():
     base = MemoryConfig(data_dir="/tmp/x", context_limit=5)
     changed = base.with_(semantic_threshold=0.6, chroma_url="http://c")
     assert (changed.semantic_threshold, changed.context_limit, changed.chroma_url) == (0.6, 5, "http://c")
-    assert str(changed.data_dir) == "/tmp/x" and base.semantic_threshold == 0.2
+    assert str(changed.data_dir) == "/tmp/x" and base.semantic_threshold == 0.1
     grouped = base.with_(storage=StorageSettings(index_writes="sync"), limits=LimitSettings(max_message_chars=7))
     assert (grouped.index_writes, grouped.max_message_chars, grouped.context_limit) == ("sync", 7, 5)
     assert base.with_() == base
@@ -136,6 +136,15 @@ def test_from_env_still_sets_the_endpoint_and_overrides_win():
     ({"max_concurrency": 0}, "max_concurrency must be >= 1, got 0"),
     ({"embedding_dimensions": 0}, "embedding_dimensions must be >= 1, got 0"),
     ({"single_valued_predicates": "lives_in"}, "single_valued_predicates must be a collection"),
+    ({"fusion": "max"}, "fusion must be 'rrf' or 'weighted', got 'max'"),
+    ({"graph_mode": "flood"}, "graph_mode must be 'boost' or 'candidates'"),
+    ({"lexical_weight": -0.1}, "lexical_weight, lexical_context_weight and asker_weight must be >= 0"),
+    ({"asker_weight": "3"}, "lexical_weight, lexical_context_weight and asker_weight must be >= 0"),
+    ({"newer_first_similarity": 1.2}, r"newer_first_similarity must be in \[0, 1\]"),
+    ({"rrf_k": 0}, "rrf_k must be an integer >= 1, got 0"),
+    ({"lexical_candidates": 2.5}, "lexical_candidates must be an integer >= 1"),
+    ({"assistant_speaker": ""}, "assistant_speaker must be a non-empty string or None"),
+    ({"assistant_speaker": 7}, "assistant_speaker must be a non-empty string or None"),
 ])
 def test_bad_values_are_config_errors_whichever_way_they_are_given(bad, message):
     with pytest.raises(ConfigError, match=message):

@@ -1,0 +1,184 @@
+"""The lexical signal: an FTS5 index over the facts, in step with them, scoped, taken literally."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from zep_core import Memory, MemoryConfig, Message
+from zep_core.stores.fts import match_expression
+
+from tests.stores.state import lexical_index, lexical_tables
+
+UTC = timezone.utc
+T0 = datetime(2024, 3, 1, tzinfo=UTC)
+
+
+def talk(memory, user, *turns, session="s", at=T0):
+    """``turns``: (speaker, text) pairs; a speaker of None is an unnamed assistant turn."""
+    msgs = [Message(text, role="assistant" if who is None else "user", name=who, timestamp=at + timedelta(seconds=i))
+            for i, (who, text) in enumerate(turns)]
+    return memory.conversation_end(session, msgs, user_id=user)
+
+
+def contents(facts):
+    return [f.content for f in facts]
+
+
+def in_step(memory) -> dict:
+    """The lexical index now, after checking it equals the one ``rebuild()`` makes from the facts."""
+    before = lexical_index(memory)
+    memory.rebuild()
+    assert lexical_index(memory) == before
+    assert memory.check_consistency() == {}
+    return before
+
+
+def test_a_fact_found_only_by_a_rare_word(memory):
+    talk(memory, "u", ("Ana", "I keep a tiny axolotl named Pepper in a tank."),
+         ("Ana", "I like long walks on the beach."), ("Ana", "My brother plays chess on Sundays."))
+    # the embedder barely relates a question about the pet's species name to this fact; the word does
+    found = memory.get_context("axolotl", user_id="u", threshold=0.99)
+    assert contents(found) == ["Ana: I keep a tiny axolotl named Pepper in a tank."]
+    assert found[0].lexical_score > 0 and found[0].semantic_score < 0.99
+
+
+def test_a_fact_found_by_a_name(memory):
+    talk(memory, "u", ("Ana", "Yesterday I had dinner with Przemyslaw."), ("Ana", "The weather was lovely."))
+    found = memory.get_context("Przemyslaw", user_id="u", threshold=0.99)
+    assert contents(found) == ["Ana: Yesterday I had dinner with Przemyslaw."]
+
+
+def test_where_does_kim_work_ranks_the_job_above_the_home(memory):
+    talk(memory, "u", ("Kim", "I work at Samsung."), ("Kim", "I live in Busan."))
+    ranked = contents(memory.get_context("Where does Kim work?", user_id="u"))
+    assert ranked.index("Kim works at Samsung.") < ranked.index("Kim lives in Busan.")
+
+
+def test_a_reply_is_found_by_the_question_it_answers(memory):
+    talk(memory, "u", ("Lee", "Which city did your grandmother grow up in?"), ("Kim", "Gyeongju, near the coast."))
+    found = memory.get_context("Where did Kim's grandmother grow up?", user_id="u")
+    assert found[0].content == "Kim: Gyeongju, near the coast."
+    assert found[0].lexical_score > 0  # "grandmother" and "grow" are only in the question before it
+
+
+@pytest.mark.parametrize("text", [
+    'Kim AND Busan', 'Kim OR', 'NEAR(Kim Busan)', 'Kim NOT Busan', '"Kim', 'Kim"', '""', '"', "'",
+    'Kim*', '*', 'text: Kim', 'owner: u', '-Kim', '(Kim', 'Kim)', '^Kim', '{Kim}', 'Kim + Busan', 'AND',
+    'NEAR', 'NOT', 'a:b:c', '\\', '\x00Kim', 'Kim \u200b Busan', 'Ünïcödé KIM',
+])
+def test_fts_syntax_in_the_input_is_taken_literally(memory, text):
+    talk(memory, "u", ("Kim", "I live in Busan."), ("Kim", "My favourite word is NEAR."))
+    assert memory.get_context(text, user_id="u") is not None  # never raises
+    # by words alone (no semantic match at 0.99), the text means its words and nothing more
+    found = memory.get_context(text, user_id="u", threshold=0.99)
+    same = memory.get_context(" ".join(re.findall(r"[^\W_]+", text)), user_id="u", threshold=0.99)
+    assert {f.id: f.lexical_score for f in found} == {f.id: f.lexical_score for f in same}
+
+
+def test_the_match_expression_is_quoted_words_only():
+    query = match_expression('Kim" OR text:"u00") NEAR(*')
+    assert query == '{text context} : ("kim" OR "text" OR "u00" OR "near")'
+    assert match_expression("Kim", context=False) == 'text : ("kim")'
+    assert match_expression("the and of it?") is None  # nothing to look up: no lexical candidates
+
+
+def test_the_index_follows_supersession_and_as_of(memory):
+    talk(memory, "u", ("Kim", "I live in Busan."), at=T0)
+    talk(memory, "u", ("Kim", "I moved to Daegu."), at=T0 + timedelta(days=30))
+    now = contents(memory.get_context("Busan", user_id="u", threshold=0.99))
+    assert "Kim lives in Busan." not in now
+    then = contents(memory.get_context("Busan", user_id="u", threshold=0.99, as_of=T0 + timedelta(days=1)))
+    assert "Kim lives in Busan." in then
+    in_step(memory)
+
+
+def test_the_index_follows_reinforcement_forget_user_and_import(make_memory, tmp_path):
+    memory = make_memory()
+    talk(memory, "a", ("Kim", "I live in Busan."))
+    talk(memory, "a", ("Kim", "I live in Busan."), session="s2")  # the same fact again: reinforced, one row
+    talk(memory, "b", ("Bo", "I collect vintage typewriters."))
+    index = in_step(memory)
+    assert sum("Kim lives in Busan." in text for _, text, _ in index.values()) == 1
+    path = tmp_path / "b.jsonl"
+    with path.open("w") as out:
+        memory.export_user("b", out)
+    memory.forget_user("b")
+    assert {owner for owner, _, _ in lexical_index(memory).values()} == {"a"}
+    assert memory.get_context("typewriters", user_id="a", threshold=0.99) == []
+    in_step(memory)
+    with path.open() as src:
+        memory.import_user(src)  # back, written as exported, without extraction
+    found = memory.get_context("typewriters", user_id="b", threshold=0.99)
+    assert contents(found) == ["Bo: I collect vintage typewriters."] and found[0].lexical_score > 0
+    in_step(memory)
+
+
+def test_no_lexical_candidates_from_another_tenant(memory):
+    talk(memory, "a", ("Kim", "The password is zebrafish."))
+    talk(memory, "b", ("Bo", "I like tea."))
+    assert memory.get_context("zebrafish", user_id="b", threshold=0.99) == []
+    assert contents(memory.get_context("zebrafish", user_id="a", threshold=0.99)) == ["Kim: The password is zebrafish."]
+
+
+def test_another_tenants_words_do_not_change_a_users_scores(memory):
+    talk(memory, "a", ("Kim", "I grow tomatoes and basil."), ("Kim", "Tomatoes need sun."))
+    before = {f.id: f.lexical_score for f in memory.get_context("tomatoes basil", user_id="a")}
+    for i in range(20):  # another tenant says "tomatoes" a lot: a shared BM25 would make the word common
+        talk(memory, "b", ("Bo", f"Tomatoes again, day {i}."), session=f"b{i}")
+    assert {f.id: f.lexical_score for f in memory.get_context("tomatoes basil", user_id="a")} == before
+
+
+def test_an_unnamed_assistant_turn_is_indexed_and_cited(memory):
+    talk(memory, "u", (None, "Hello! How can I help?"), ("Dana", "Any idea for a rainy Sunday in Lyon?"),
+         (None, "I recommend the Musée des Confluences; it opens at 10."))
+    found = memory.get_context("What museum did you recommend last time?", user_id="u")
+    assert found[0].content == "Assistant: I recommend the Musée des Confluences; it opens at 10."
+    assert "Musée des Confluences" in memory.context_block("What did you recommend?", user_id="u")
+
+
+def test_the_newer_near_duplicate_value_ranks_first_and_the_older_is_marked_earlier(memory):
+    talk(memory, "u", ("Dana", "I lead a team of 3 engineers."), at=T0)
+    talk(memory, "u", ("Dana", "I now lead a team of 5 engineers."), at=T0 + timedelta(days=60))
+    found = memory.get_context("How many engineers do I lead?", user_id="u", speaker="Dana")
+    ranked = contents(found)
+    new, old = "Dana: I now lead a team of 5 engineers.", "Dana: I lead a team of 3 engineers."
+    assert ranked.index(new) < ranked.index(old)
+    older = found[ranked.index(old)]
+    assert older.is_current and older.newer_fact_id == found[ranked.index(new)].id  # not retired
+    assert [f.score for f in found] == sorted((f.score for f in found), reverse=True)
+    block = memory.context_block("How many engineers do I lead?", user_id="u", speaker="Dana")
+    assert "3 engineers. (earlier: valid from 2024-03-01; the fact above is newer)" in block
+
+
+@pytest.mark.parametrize("first, second", [("I like jazz.", "I like rock."), ("I have a dog.", "I have a cat.")])
+def test_multi_valued_facts_stay_current(memory, first, second):
+    talk(memory, "u", ("Dana", first), at=T0)
+    talk(memory, "u", ("Dana", second), at=T0 + timedelta(days=60))
+    current = {f.content for f in memory.facts("u") if f.is_current}
+    assert {f"Dana: {first}", f"Dana: {second}"} <= current
+    assert len([f for f in memory.facts("u") if not f.is_current]) == 0
+
+
+def test_a_version_1_folder_gets_the_index_on_open(tmp_path, embedder):
+    data = tmp_path / "data"
+    with Memory(MemoryConfig(data_dir=data, embedder=embedder)) as memory:
+        talk(memory, "u", ("Kim", "I keep bees on the roof."), ("Kim", "I live in Busan."))
+    db = sqlite3.connect(data / "zep.db")  # make it the folder an older zep-memory left: no lexical index
+    for table in lexical_tables(db):
+        db.execute(f"DROP TABLE {table}")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with Memory(MemoryConfig(data_dir=data, embedder=embedder)) as memory:
+        found = memory.get_context("bees", user_id="u", threshold=0.99)
+        assert contents(found) == ["Kim: I keep bees on the roof."] and found[0].lexical_score > 0
+        assert len(lexical_index(memory)) == len(memory.facts("u"))
+        assert memory.check_consistency() == {}
+        talk(memory, "u", ("Kim", "I keep goats too."), session="s2")
+        assert "Kim: I keep goats too." in contents(memory.get_context("goats", user_id="u", threshold=0.99))
+    db = sqlite3.connect(data / "zep.db")
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    db.close()
