@@ -122,7 +122,8 @@ class Ingestor:
         if getattr(self.extractor, "needs_known_facts", False):
             known = tuple(self._known_facts(episode))
         context = ExtractionContext(user_id=episode.user_id, session_id=episode.session_id, now=now,
-                                    known_facts=known, default_speaker=self.config.default_speaker)
+                                    known_facts=known, default_speaker=self.config.default_speaker,
+                                    assistant_speaker=self.config.assistant_speaker)
         try:
             extraction = self.extractor.extract(list(episode.messages), context)
             if not isinstance(extraction, Extraction):

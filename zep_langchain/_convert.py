@@ -23,11 +23,14 @@ def now_of(memory: Memory) -> datetime:
 
 
 def _role(message: BaseMessage) -> str | None:
-    if message.type in _SKIPPED_TYPES:
+    kind = message.type
+    if kind.endswith("MessageChunk"):  # a streamed part: "AIMessageChunk" is an "ai" message
+        kind = kind.removesuffix("MessageChunk").lower()
+    if kind in _SKIPPED_TYPES:
         return None
-    if message.type == "chat":
+    if kind == "chat":
         return getattr(message, "role", "user")
-    return _ROLE_OF_TYPE.get(message.type, "user")
+    return _ROLE_OF_TYPE.get(kind, "user")
 
 
 def to_core_messages(messages: Iterable[BaseMessage], *, user_name: str | None = None,
@@ -48,7 +51,7 @@ def to_core_messages(messages: Iterable[BaseMessage], *, user_name: str | None =
         text = m.text
         if role is None or not text.strip():
             continue
-        name = m.name or (user_name if m.type == "human" else None)
+        name = m.name or (user_name if role == "user" else None)
         out.append(Message(text, role=role, name=name, id=m.id, timestamp=timestamp))
     return out
 

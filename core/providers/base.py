@@ -113,6 +113,9 @@ class ExtractionContext:
         known_facts: current facts about the entities the episode mentions, so an
             LLM can say which ones it contradicts; found without any LLM call.
         default_speaker: the name used for a ``user`` message that has no ``name``.
+        assistant_speaker: the name used for an ``assistant`` message that has no
+            ``name`` (its words are memory too: "what did you recommend?"); None leaves
+            such messages out of the extraction.
 
     """
 
@@ -121,6 +124,7 @@ class ExtractionContext:
     now: datetime
     known_facts: tuple[Fact, ...] = ()
     default_speaker: str = "User"
+    assistant_speaker: str | None = "Assistant"
 
 
 @runtime_checkable

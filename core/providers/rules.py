@@ -11,9 +11,10 @@ No model and no network. Two kinds of facts come out of an episode:
 * a **statement fact** per informative message (``predicate="statement"``, the
   utterance as object), so nothing said goes unindexed.
 
-The rules favour precision: questions, negations ("I don't live in Paris anymore"),
-conditionals ("if I moved to Rome") and unnamed assistant messages produce no
-canonical facts. Anything subtler is the LLM extractor's job.
+The rules favour precision: questions, negations ("I don't live in Paris anymore")
+and conditionals ("if I moved to Rome") produce no canonical facts. An unnamed
+assistant message speaks as ``ExtractionContext.assistant_speaker`` ("Assistant"), so
+what it recommended is remembered too. Anything subtler is the LLM extractor's job.
 
 This module runs the rules over an episode; the rule table and its object readers
 are in :mod:`~zep_core.providers.patterns`, the words they are written in are in
@@ -165,8 +166,12 @@ class RuleExtractor:
 
 
 def _said(message: Message, context: ExtractionContext) -> _Said | None:
-    if message.role not in ("user", "assistant") or (message.role == "assistant" and not message.name):
+    if message.role not in ("user", "assistant"):
         return None
+    if message.role == "assistant" and not message.name:
+        if not context.assistant_speaker:
+            return None
+        message = replace(message, name=context.assistant_speaker)
     ids = (message.id,) if message.id else ()
     return _Said(speaker_of(message, context.default_speaker), message.timestamp or context.now, ids)
 

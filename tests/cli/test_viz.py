@@ -26,13 +26,13 @@ def graph_payload(html: str) -> dict:
 def test_graph_html_is_self_contained_and_holds_the_users_graph(cli, alice_data, tmp_path):
     out = tmp_path / "alice.html"
     result = cli("graph", "--data", alice_data, "--user", "alice", "--html", out)
-    assert result.code == 0 and "5 entities, 4 facts between them" in result.out
+    assert result.code == 0 and "6 entities, 4 facts between them" in result.out
     html = out.read_text(encoding="utf-8")
     assert "<script src" not in html and "<link" not in html and "@import" not in html
     assert re.findall(r"https?://[^\s\"'<>]+", html) == ["http://www.w3.org/2000/svg"] * html.count(
         "http://www.w3.org/2000/svg")  # the SVG namespace name only: nothing is fetched
     data = graph_payload(html)
-    assert sorted(n["name"] for n in data["nodes"]) == ["Acme", "Alice", "Berlin", "Paris", "dog"]
+    assert sorted(n["name"] for n in data["nodes"]) == ["Acme", "Alice", "Assistant", "Berlin", "Paris", "dog"]
     lives = {e["content"]: e for e in data["edges"] if e["predicate"] == "lives_in"}
     assert lives["Alice lives in Paris."]["current"] is False
     assert lives["Alice lives in Paris."]["valid_until"] == "2024-02-01"

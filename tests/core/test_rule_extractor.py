@@ -1,5 +1,6 @@
 """The offline rule extractor: canonical facts, statement facts, entities, summary."""
 
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
@@ -147,9 +148,15 @@ def test_unnamed_user_is_the_default_speaker(context):
     assert found == {("Dana", "lives_in", "Paris")}
 
 
-def test_assistant_without_a_name_produces_no_facts(context):
-    out = extract(context, Message("You live in Paris and I love jazz, I am sure of it.", role="assistant"))
-    assert out.facts == ()
+def test_assistant_without_a_name_speaks_as_the_assistant(context):
+    out = extract(context, Message("I recommend the Louvre on a Wednesday evening.", role="assistant", id="m1"))
+    assert [(f.subject, f.predicate) for f in out.facts] == [("Assistant", "statement")]
+    assert out.facts[0].content == "Assistant: I recommend the Louvre on a Wednesday evening."
+
+
+def test_assistant_turns_can_be_left_out(context):
+    quiet = replace(context, assistant_speaker=None)
+    assert extract(quiet, Message("I recommend the Louvre on a Wednesday evening.", role="assistant")).facts == ()
 
 
 def test_named_assistant_in_a_multi_party_log_produces_facts(context):

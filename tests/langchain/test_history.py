@@ -114,3 +114,18 @@ async def test_async_methods_match_the_sync_ones(make_memory, tmp_path):
     assert [m.content for m in await reopened.aget_messages()] == ["I live in Paris.", "Noted."]
     await reopened.aclear()
     assert await reopened.aget_messages() == []
+
+
+def test_a_streamed_reply_is_stored_as_the_assistants_words(history, memory):
+    from langchain_core.messages import AIMessageChunk, HumanMessageChunk
+
+    reply = AIMessageChunk("I recommend the ") + AIMessageChunk("Musée d'Orsay on Thursday evenings.")
+    history.add_messages([HumanMessageChunk("Any museum tips for Paris?"), reply])
+    stored = memory.get_messages("s1", user_id="alice")
+    assert [(m.role, m.name) for m in stored] == [("user", "Alice"), ("assistant", None)]
+    result = history.end_conversation()
+    said = {f.subject: f.content for f in result.added if f.predicate == "statement"}
+    assert said["Assistant"] == "Assistant: I recommend the Musée d'Orsay on Thursday evenings."
+    assert "Alice" not in said or "Orsay" not in said["Alice"]  # the assistant's words are not the user's
+    found = memory.get_context("Which museum did you recommend?", user_id="alice")
+    assert found[0].content == said["Assistant"]
