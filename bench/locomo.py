@@ -8,9 +8,11 @@ asked through ``Memory.get_context`` and counted *covered* at k when the source 
 ids of the top-k facts include all of its evidence ids (also reported: the share of
 evidence ids found, and whether any was).
 
-The stores are filled once; every scoring variant re-queries the same data folder —
-``threshold=``/``require_both=`` per call, weights and hops by reopening the folder with
-``MemoryConfig.with_(...)``.
+The stores are filled once; every scoring variant re-queries the same data folder,
+reopened with ``MemoryConfig.with_(...)``: the defaults, the spec literally
+(``SPEC_SCORING``), and one row per part of the ranking switched off or swapped
+(lexical signal, the question before a reply, the graph and its variants, newer-first,
+the fusion), so the table shows what each part buys.
 
 Run: ``python -m bench.locomo [--data ../shared/data/locomo/locomo_dev.json] [--quick]``.
 """
@@ -27,6 +29,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+
+from zep_core.config import SPEC_SCORING
 
 from .baselines import BM25Turns, DenseTurns, Hit, RawTurn
 from .common import LOCOMO_DEV, TOKEN_METHOD, Progress, load_average, percentiles, token_estimate, write_result
@@ -168,16 +172,29 @@ def variant(t: float, sw: float, gw: float, hops: int, *, both: bool = False) ->
     return Variant(name, cfg, threshold=t, require_both=both)
 
 
-#: The grid: the spec's numbers and the alternatives the issue asks about.
+def ablation(name: str, **changes: Any) -> Variant:
+    """A named variant: the defaults with these ``MemoryConfig`` changes (the folder is reopened)."""
+    return Variant(name, tuple(sorted(changes.items())))
+
+
+#: The defaults, the spec literally, and what each part of the ranking buys: each row
+#: switches one part off (or swaps it) and keeps the rest at the defaults.
 VARIANTS: tuple[Variant, ...] = (
     Variant("defaults"),
-    variant(0.6, 0.7, 0.3, 2), variant(0.45, 0.7, 0.3, 2), variant(0.3, 0.7, 0.3, 2), variant(0.0, 0.7, 0.3, 2),
-    variant(0.6, 0.7, 0.3, 2, both=True), variant(0.3, 0.7, 0.3, 2, both=True),
-    variant(0.6, 1.0, 0.0, 2), variant(0.3, 1.0, 0.0, 2), variant(0.0, 1.0, 0.0, 2),
-    variant(0.6, 0.5, 0.5, 2), variant(0.3, 0.5, 0.5, 2), variant(0.0, 0.5, 0.5, 2),
-    variant(0.6, 0.9, 0.1, 2), variant(0.3, 0.9, 0.1, 2), variant(0.2, 0.9, 0.1, 2), variant(0.0, 0.9, 0.1, 2),
-    variant(0.6, 0.7, 0.3, 1), variant(0.3, 0.7, 0.3, 1), variant(0.0, 0.7, 0.3, 1),
-    variant(0.6, 0.7, 0.3, 0), variant(0.3, 0.7, 0.3, 0),
+    ablation("spec literally (SPEC_SCORING)", scoring=SPEC_SCORING),
+    ablation("before the lexical signal (weighted sum, t=0.2, no lexical, no newer-first)", fusion="weighted",
+             lexical_weight=0.0, graph_mode="candidates", newer_first_similarity=1.0, asker_weight=0.3,
+             semantic_threshold=0.2),
+    ablation("lexical off", lexical_weight=0.0),
+    ablation("context text off (a reply without its question)", lexical_context_weight=0.0),
+    ablation("graph off", graph_weight=0.0, asker_weight=0.0),
+    ablation("graph: every nearby fact a candidate", graph_mode="candidates"),
+    ablation("graph: the asker weighted as any entity", asker_weight=0.3),
+    ablation("newer-first off", newer_first_similarity=1.0),
+    ablation("fusion: weighted sum 0.7 cos + 0.3 graph + 0.2 BM25/max", fusion="weighted", lexical_weight=0.2),
+    ablation("rrf_k=60", rrf_k=60),
+    ablation("t=0.2", semantic_threshold=0.2),
+    ablation("t=0", semantic_threshold=0.0),
 )
 
 
@@ -247,7 +264,7 @@ def run(path: str | Path, *, quick: bool = False, conversations: Sequence[str] |
         max_questions: int | None = None, max_sessions: int | None = None, variants: Sequence[Variant] = VARIANTS,
         embedder: Any = None,
         data_dir: str | Path | None = None, progress: Progress | None = None,
-        out_dir: Path | None = None, save: bool = True, prototypes: bool = True) -> dict[str, Any]:
+        out_dir: Path | None = None, save: bool = True) -> dict[str, Any]:
     """Run the LoCoMo benchmark and return (and write) its results.
 
     Args:
@@ -262,7 +279,6 @@ def run(path: str | Path, *, quick: bool = False, conversations: Sequence[str] |
         progress: progress printer.
         out_dir: results folder (default ``bench/results``).
         save: write ``locomo.json``.
-        prototypes: also evaluate the lexical-signal prototypes of :mod:`bench.hybrid`.
     """
     from zep_core import Memory, MemoryConfig
     from zep_core.providers.local import LocalEmbedder
@@ -309,10 +325,6 @@ def run(path: str | Path, *, quick: bool = False, conversations: Sequence[str] |
                     res["settings"] = _settings(memory.config, v)
                     systems[f"zep: {v.name}"] = res
                     progress(f"zep: {v.name}: all@10 {MAIN} = {res['recall']['k10'][MAIN]['all']}")
-        if prototypes:
-            systems.update(_prototypes(base, convs))
-            progress("prototypes: " + ", ".join(f"{n} {s['recall']['k10'][MAIN]['all']}"
-                                                for n, s in systems.items() if n.startswith("prototype")))
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -331,53 +343,15 @@ def run(path: str | Path, *, quick: bool = False, conversations: Sequence[str] |
     return result
 
 
-PROTOTYPE_RRF = "prototype: semantic + BM25 over facts, RRF"
-PROTOTYPE_SUM = "prototype: 0.8 cos + 0.2 BM25 over facts"
-PROTOTYPE_CTX = "prototype: semantic + BM25 over facts with the turn before, RRF"
-
-
-def _prototypes(base: Any, convs: Sequence[Conversation]) -> dict[str, Any]:
-    """The :mod:`bench.hybrid` prototypes on the same data (semantic ranking: w=1/0, no graph)."""
-    from zep_core import Memory
-
-    from .hybrid import LexicalFacts, fuse_rrf, fuse_weighted
-
-    out = {}
-    with Memory(base.with_(semantic_weight=1.0, graph_weight=0.0, graph_hops=0)) as memory:
-        lex = {c.sample_id: LexicalFacts(memory, c.sample_id) for c in convs}
-        lex_ctx = {c.sample_id: LexicalFacts(memory, c.sample_id, context=True) for c in convs}
-        cache: dict[tuple[str, str], tuple[list[Any], list[tuple[str, float]]]] = {}
-
-        def ranked(c: Conversation, q: str) -> tuple[list[Any], list[tuple[str, float]]]:
-            key = (c.sample_id, q)
-            if key not in cache:
-                cache[key] = (memory.get_context(q, user_id=c.sample_id, limit=50, threshold=0.0),
-                              lex[c.sample_id].search(q, 50))
-            return cache[key]
-
-        def rrf(c: Conversation, q: str) -> list[Hit]:
-            sem, lx = ranked(c, q)
-            return fuse_rrf(sem, lx, lex[c.sample_id], max(KS))
-
-        def weighted(c: Conversation, q: str) -> list[Hit]:
-            sem, lx = ranked(c, q)
-            return fuse_weighted(memory, c.sample_id, q, sem, lx, lex[c.sample_id], max(KS))
-
-        def rrf_ctx(c: Conversation, q: str) -> list[Hit]:
-            sem, _ = ranked(c, q)
-            return fuse_rrf(sem, lex_ctx[c.sample_id].search(q, 50), lex_ctx[c.sample_id], max(KS))
-
-        out[PROTOTYPE_RRF] = _evaluate(convs, rrf)
-        out[PROTOTYPE_CTX] = _evaluate(convs, rrf_ctx)
-        out[PROTOTYPE_SUM] = _evaluate(convs, weighted)
-    return out
-
-
 def _settings(config: Any, v: Variant) -> dict[str, Any]:
-    return {"threshold": config.semantic_threshold if v.threshold is None else v.threshold,
-            "semantic_weight": config.semantic_weight, "graph_weight": config.graph_weight,
-            "graph_hops": config.graph_hops, "hop_scores": list(config.hop_scores),
-            "require_both": config.require_both if v.require_both is None else v.require_both}
+    """Every scoring number the variant ran with."""
+    scoring = config.scoring
+    out = {k: (list(scoring[k]) if isinstance(scoring[k], tuple) else scoring[k]) for k in scoring.keys()}
+    if v.threshold is not None:
+        out["semantic_threshold"] = v.threshold
+    if v.require_both is not None:
+        out["require_both"] = v.require_both
+    return out
 
 
 def _ingest_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -3,9 +3,9 @@
 Every question gets its own user id (its haystack sessions never mix with another
 question's). Each haystack session is one episode dated by ``haystack_dates``; each
 turn is a :class:`Message` with id ``{session_id}:{turn_idx}``, its role, and a
-timestamp one second after the previous turn. Assistant turns carry no name by
-default, as the adapters send them (``--assistant-name`` names them, which makes the
-offline extractor read them too).
+timestamp one second after the previous turn. Assistant turns carry no name, as the
+adapters send them; the memory indexes them as ``assistant_speaker`` ("Assistant"). A
+second ingest with ``assistant_speaker=None`` shows what indexing them buys.
 
 Recall: a question's evidence is its ``has_answer`` turns; covered at k when the top-k
 facts of ``get_context(question)`` cite all of them (also: share, any), per question
@@ -20,8 +20,10 @@ newer one changes it). Heuristic, without an LLM:
 * *newest cited* / *superseded cited*: some top-k fact cites a ``has_answer`` turn of the
   newest evidence session / of an older one (the older value);
 * *newest only*: newest cited and superseded not cited — what a temporal memory should
-  hand the LLM; *newest first*: the first fact citing the newest turn ranks above any
-  citing an older one.
+  hand the LLM; *stale only*: superseded cited and newest not — the failure to avoid;
+  *newest first*: the first fact citing the newest turn ranks above any citing an older one.
+
+The knowledge-update figures are given at k=10 and at k=5, for zep and BM25 alike.
 
 Run: ``python -m bench.longmemeval --data PATH [--quick]``.
 """
@@ -43,7 +45,7 @@ from typing import Any
 
 from .baselines import BM25Turns, DenseTurns, Hit, RawTurn
 from .common import LONGMEMEVAL_DEV, TOKEN_METHOD, Progress, load_average, percentiles, write_result
-from .locomo import Variant, _settings, variant
+from .locomo import VARIANTS, Variant, _settings
 from .recall import Tally
 
 __all__ = ["Item", "answer_terms", "load", "run"]
@@ -140,14 +142,13 @@ def answer_in_text(answer: str, question: str, text: str) -> bool | None:
     return len(words & found) >= max(1, len(words) / 2)
 
 
-def ingest(memory: Any, item: Item, assistant_name: str | None) -> int:
+def ingest(memory: Any, item: Item) -> int:
     """Send the question's sessions through ``conversation_end``; returns facts added."""
     from zep_core import Message
 
     added = 0
     for sid, _, turns in item.sessions:
-        msgs = [Message(content=t.content, role=t.role, id=t.id, timestamp=t.timestamp,
-                        name=assistant_name if t.role == "assistant" else None) for t in turns]
+        msgs = [Message(content=t.content, role=t.role, id=t.id, timestamp=t.timestamp) for t in turns]
         result = memory.conversation_end(sid, msgs, user_id=item.id, episode_id=f"{item.id}:{sid}")
         if result.status != "done":
             raise RuntimeError(f"{item.id} {sid}: ingest ended {result.status}: {result.error}")
@@ -158,18 +159,9 @@ def ingest(memory: Any, item: Item, assistant_name: str | None) -> int:
 def _knowledge_update(item: Item, facts: Sequence[Any], k: int) -> dict[str, Any]:
     from zep_core.retrieval import render_context_block
 
-    evidence_sessions = [sid for sid, _, turns in item.sessions if any(t.has_answer for t in turns)]
-    newest = evidence_sessions[-1] if evidence_sessions else None
-    new_ids = {t.id for t in item.turns if t.has_answer and t.session == newest}
-    old_ids = {t.id for t in item.turns if t.has_answer and t.session != newest}
-    rank_new = next((i for i, f in enumerate(facts[:k]) if new_ids & set(f.source_message_ids)), None)
-    rank_old = next((i for i, f in enumerate(facts[:k]) if old_ids & set(f.source_message_ids)), None)
-    block = render_context_block(facts[:k])
-    return {"id": item.id, "answer_in_context": answer_in_text(item.answer, item.question, block),
-            "has_older_value": bool(old_ids), "newest_cited": rank_new is not None,
-            "superseded_cited": rank_old is not None,
-            "newest_only": rank_new is not None and rank_old is None,
-            "newest_first": rank_new is not None and (rank_old is None or rank_new < rank_old)}
+    row = _knowledge_update_core(item, facts, k)
+    row["answer_in_context"] = answer_in_text(item.answer, item.question, render_context_block(facts[:k]))
+    return row
 
 
 def _ku_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -182,7 +174,8 @@ def _ku_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "answer_in_context": rate("answer_in_context", rows),
             "answer_scored": sum(r["answer_in_context"] is not None for r in rows),
             "newest_cited": rate("newest_cited", rows), "superseded_cited": rate("superseded_cited", two),
-            "newest_only": rate("newest_only", two), "newest_first": rate("newest_first", two)}
+            "newest_only": rate("newest_only", two), "stale_only": rate("stale_only", two),
+            "newest_first": rate("newest_first", two)}
 
 
 def _ku_baseline(item: Item, hits: Sequence[Hit], k: int) -> dict[str, Any]:
@@ -212,21 +205,19 @@ def _knowledge_update_core(item: Item, facts: Sequence[Any], k: int) -> dict[str
     return {"id": item.id, "answer_in_context": None, "has_older_value": bool(old_ids),
             "newest_cited": rank_new is not None, "superseded_cited": rank_old is not None,
             "newest_only": rank_new is not None and rank_old is None,
+            "stale_only": rank_old is not None and rank_new is None,
             "newest_first": rank_new is not None and (rank_old is None or rank_new < rank_old)}
 
 
-#: zep-memory settings evaluated here (a subset of the LoCoMo grid).
-LME_VARIANTS: tuple[Variant, ...] = (
-    Variant("defaults"), variant(0.6, 0.7, 0.3, 2), variant(0.45, 0.7, 0.3, 2), variant(0.3, 0.7, 0.3, 2),
-    variant(0.2, 0.7, 0.3, 2), variant(0.0, 0.7, 0.3, 2), variant(0.3, 1.0, 0.0, 2), variant(0.2, 1.0, 0.0, 2),
-    variant(0.0, 1.0, 0.0, 2), variant(0.3, 0.9, 0.1, 2), variant(0.2, 0.9, 0.1, 2), variant(0.0, 0.9, 0.1, 2),
-)
+#: zep-memory settings evaluated here: the same rows as LoCoMo's.
+LME_VARIANTS: tuple[Variant, ...] = VARIANTS
 
 
 def _evaluate_zep(memory: Any, items: Sequence[Item], v: Variant) -> dict[str, Any]:
     tally = Tally(KS)
     latency: list[float] = []
     ku: list[dict[str, Any]] = []
+    ku5: list[dict[str, Any]] = []
     for it in items:
         s = time.perf_counter()
         facts = memory.get_context(it.question, user_id=it.id, limit=max(KS), threshold=v.threshold,
@@ -235,13 +226,16 @@ def _evaluate_zep(memory: Any, items: Sequence[Item], v: Variant) -> dict[str, A
         tally.add([it.type, ALL], [Hit(tuple(f.source_message_ids), f.content) for f in facts], it.evidence)
         if it.type == "knowledge-update":
             ku.append(_knowledge_update(it, facts, max(KS)))
+            ku5.append(_knowledge_update(it, facts, 5))
     return {"recall": tally.table(), "latency_ms": percentiles(latency, (50, 95)),
-            "knowledge_update": _ku_summary(ku), "knowledge_update_rows": ku}
+            "knowledge_update": _ku_summary(ku), "knowledge_update_k5": _ku_summary(ku5),
+            "knowledge_update_rows": ku}
 
 
 def _evaluate_baselines(items: Sequence[Item], embedder: Any) -> dict[str, Any]:
     tallies = {"bm25-turns": Tally(KS), "dense-turns": Tally(KS)}
     ku: dict[str, list[dict[str, Any]]] = {name: [] for name in tallies}
+    ku5: dict[str, list[dict[str, Any]]] = {name: [] for name in tallies}
     for it in items:
         raw = [RawTurn(t.id, f"{t.role}: {t.content}") for t in it.turns]
         for name, index in (("bm25-turns", BM25Turns(raw)), ("dense-turns", DenseTurns(raw, embedder))):
@@ -249,22 +243,25 @@ def _evaluate_baselines(items: Sequence[Item], embedder: Any) -> dict[str, Any]:
             tallies[name].add([it.type, ALL], hits, it.evidence)
             if it.type == "knowledge-update":
                 ku[name].append(_ku_baseline(it, hits, max(KS)))
-    return {name: {"recall": t.table(), "knowledge_update": _ku_summary(ku[name])} for name, t in tallies.items()}
+                ku5[name].append(_ku_baseline(it, hits, 5))
+    return {name: {"recall": t.table(), "knowledge_update": _ku_summary(ku[name]),
+                   "knowledge_update_k5": _ku_summary(ku5[name])} for name, t in tallies.items()}
 
 
 def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
-        assistant_names: Sequence[str | None] | None = None, variants: Sequence[Variant] = LME_VARIANTS,
+        assistant_speakers: Sequence[str | None] | None = None, variants: Sequence[Variant] = LME_VARIANTS,
         data_dir: str | Path | None = None, progress: Progress | None = None,
         out_dir: Path | None = None, save: bool = True) -> dict[str, Any]:
     """Run the LongMemEval benchmark and return (and write) its results.
 
     Args:
         path: ``longmemeval_oracle_dev.json``.
-        quick: the first few questions of each type, assistant turns unnamed only.
+        quick: the first few questions of each type, one ingest (the defaults).
         per_type: questions per type (overrides ``quick``).
-        assistant_names: one ingest per entry: None leaves assistant turns unnamed (as the
-            adapters send them); a name makes the offline extractor read them too.
-            Default: ``(None,)`` quick, ``(None, "Assistant")`` full.
+        assistant_speakers: one ingest per entry, with this ``assistant_speaker``: the
+            default ``"Assistant"`` indexes the (unnamed) assistant turns, None leaves them
+            out. Default: ``("Assistant",)`` quick, ``("Assistant", None)`` full; the
+            scoring variants run on the first only.
         variants: zep-memory scoring variants, evaluated on the same data.
         data_dir: where the memories are built (default: a temporary folder, removed after).
         progress: progress printer.
@@ -276,8 +273,8 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
 
     progress = progress or Progress("longmemeval")
     load_at_start = load_average()
-    if assistant_names is None:
-        assistant_names = (None,) if quick else (None, "Assistant")
+    if assistant_speakers is None:
+        assistant_speakers = ("Assistant",) if quick else ("Assistant", None)
     items = load(path, per_type=per_type if per_type is not None else (QUICK_PER_TYPE if quick else None))
     scored = [it for it in items if it.evidence]
     progress(f"{len(items)} questions ({len(scored)} with answer turns), {sum(len(i.turns) for i in items)} turns")
@@ -288,12 +285,12 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
     progress("baselines: " + ", ".join(f"{n} all@10 {s['recall']['k10'][ALL]['all']}" for n, s in systems.items()))
     ingests = {}
     try:
-        for name in assistant_names:
-            label = "zep" if name is None else f"zep[assistant named {name!r}]"
-            base = MemoryConfig(data_dir=root / ("unnamed" if name is None else "named"), embedder=embedder)
+        for n, speaker in enumerate(assistant_speakers):
+            label = "zep" if n == 0 else f"zep[assistant_speaker={speaker!r}]"
+            base = MemoryConfig(data_dir=root / f"ingest{n}", embedder=embedder, assistant_speaker=speaker)
             with Memory(base) as memory:
                 t0 = time.perf_counter()
-                facts_added = sum(ingest(memory, it, name) for it in items)
+                facts_added = sum(ingest(memory, it) for it in items)
                 memory.flush()
                 secs = time.perf_counter() - t0
             ingests[label] = {"sessions": sum(len(i.sessions) for i in items),
@@ -301,7 +298,7 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
                               "seconds": round(secs, 1)}
             progress(f"{label}: ingested {ingests[label]['sessions']} sessions, {facts_added} facts in {secs:.1f}s")
             by_config: dict[tuple, list[Variant]] = {}
-            for v in variants:
+            for v in (variants if n == 0 else variants[:1]):
                 by_config.setdefault(v.config, []).append(v)
             for changes, group in by_config.items():
                 with Memory(base.with_(**dict(changes))) as memory:
@@ -339,16 +336,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--data", default=str(LONGMEMEVAL_DEV))
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_PER_TYPE} questions of each type")
     parser.add_argument("--per-type", type=int)
-    parser.add_argument("--assistant-name", action="append",
-                        help="also ingest with assistant turns named so (the offline extractor then reads them)")
     parser.add_argument("--out", type=Path, help="results folder (default: bench/results)")
     args = parser.parse_args(argv)
-    names = [None] + list(args.assistant_name) if args.assistant_name else None
-    result = run(args.data, quick=args.quick, per_type=args.per_type, assistant_names=names, out_dir=args.out)
+    result = run(args.data, quick=args.quick, per_type=args.per_type, out_dir=args.out)
     print(format_table(result, 10))
     print(format_table(result, 5))
     for name, s in result["systems"].items():
-        print(f"knowledge updates {name}:", json.dumps(s["knowledge_update"]))
+        print(f"knowledge updates {name}: k10", json.dumps(s["knowledge_update"]),
+              "k5", json.dumps(s.get("knowledge_update_k5")))
     return result
 
 

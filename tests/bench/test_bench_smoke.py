@@ -10,10 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
+from zep_core import SPEC_SCORING
 
 from bench.baselines import Hit
 from bench.common import LOCOMO_DEV
-from bench.locomo import Variant, load, normalise_evidence, run
+from bench.locomo import Variant, ablation, load, normalise_evidence, run
 from bench.recall import coverage
 
 LOCOMO = LOCOMO_DEV
@@ -73,9 +74,13 @@ def test_loader_reads_dates_ids_and_drops_unanswerable_questions(tmp_path):
 
 
 def test_tiny_locomo_run_reports_every_system_and_category(tmp_path, embedder):
-    result = run(_mini_locomo(tmp_path / "mini.json"), variants=(Variant("defaults"),), embedder=embedder,
+    variants = (Variant("defaults"), ablation("lexical off", lexical_weight=0.0),
+                ablation("spec", scoring=SPEC_SCORING))
+    result = run(_mini_locomo(tmp_path / "mini.json"), variants=variants, embedder=embedder,
                  data_dir=tmp_path / "data", out_dir=tmp_path / "results")
-    assert set(result["systems"]) >= {"bm25-turns", "dense-turns", "zep: defaults"}
+    assert set(result["systems"]) >= {"bm25-turns", "dense-turns", "zep: defaults", "zep: lexical off", "zep: spec"}
+    assert result["systems"]["zep: spec"]["settings"]["fusion"] == "weighted"
+    assert result["systems"]["zep: lexical off"]["settings"]["lexical_weight"] == 0.0
     zep = result["systems"]["zep: defaults"]["recall"]
     assert zep["k10"]["1-4"]["n"] == 3
     assert zep["k10"]["4"]["any"] == 1.0  # the two single-hop questions find their turn
@@ -88,7 +93,7 @@ def test_tiny_locomo_run_reports_every_system_and_category(tmp_path, embedder):
 @pytest.mark.skipif(not LOCOMO.is_file(), reason="the LoCoMo evaluation data is not on this machine")
 def test_locomo_bench_runs_on_one_real_conversation(tmp_path, embedder):
     result = run(LOCOMO, conversations=["conv-30"], max_sessions=2, max_questions=8,
-                 variants=(Variant("defaults"),), embedder=embedder, prototypes=False, save=False)
+                 variants=(Variant("defaults"),), embedder=embedder, save=False)
     assert result["questions"] >= 1
     assert result["winner"] == "zep: defaults"
     assert result["systems"]["bm25-turns"]["recall"]["k10"]
