@@ -178,9 +178,10 @@ def newer_first(ranked: Sequence[Scored], vectors: Mapping[str, Any], subjects: 
     """Put the newer of two near-duplicate facts first: "I lead 3 engineers" → "I now lead 5".
 
     Two facts of the same subject whose vectors are at least ``similarity`` alike say
-    nearly the same thing. Every older one is marked as earlier than the newest, and
-    one that ranked above it moves to just below it, its score lowered to the newer
-    one's. Nothing is retired: "I like jazz" and "I like rock" both stay current.
+    nearly the same thing. Every older one is marked as earlier than the newest; where
+    an older one ranked above the newest, the newest takes its place (and its score) and
+    the older follows right below, so the newer value is shown wherever the older would
+    have been. Nothing is retired: "I like jazz" and "I like rock" both stay current.
 
     Returns:
         the new order, and ``{older id: newer id}`` for the facts marked earlier.
@@ -206,8 +207,9 @@ def newer_first(ranked: Sequence[Scored], vectors: Mapping[str, Any], subjects: 
         at_old = next(n for n, s in enumerate(out) if s.fact_id == old)
         at_new = next(n for n, s in enumerate(out) if s.fact_id == new)
         if at_old < at_new:
-            moved = out.pop(at_old)
-            out.insert(at_new, replace(moved, score=out[at_new - 1].score))
+            newer = out.pop(at_new)
+            place = out[at_old].score
+            out[at_old:at_old + 1] = [replace(newer, score=place), out[at_old]]
     return out, newest
 
 
@@ -259,7 +261,7 @@ class Retriever:
                                   {i: g for i, g in graph.items() if i in valid}, scoring,
                                   lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker,
                                   recency=recency)
-        ranked = ranked[: scoring.context_limit + 5]
+        ranked = ranked[: 2 * scoring.context_limit]  # a newer near-duplicate may come from just below the cut
         older: dict[str, str] = {}
         if scoring.newer_first_similarity < 1.0 and len(ranked) > 1:
             top = [s.fact_id for s in ranked]
@@ -289,6 +291,8 @@ class Retriever:
         if only is not None and not only:
             return {}, set()
         asker_id = found.get(normalize_name(query.asker)) if query.asker else None
+        if scoring.asker_weight == scoring.graph_weight:
+            asker_id = None  # the asker's facts weigh what any named entity's do
         asker = set(self.records.facts_touching(user, [asker_id], as_of=as_of, among=only, limit=_GRAPH_SCAN)
                     if asker_id else [])
         scores: dict[str, float] = {}

@@ -83,13 +83,13 @@ def _unit(v):
     return v / np.linalg.norm(v)
 
 
-def test_newer_first_moves_an_older_near_duplicate_below_the_newer_and_marks_it():
+def test_newer_first_puts_the_newer_near_duplicate_in_the_older_ones_place_and_marks_the_older():
     ranked = [Scored("old", 0.3, 0.8, 1.0), Scored("other", 0.25, 0.5, 0.0), Scored("new", 0.2, 0.7, 1.0)]
     vectors = {"old": _unit([1, 0.1, 0]), "new": _unit([1, 0.12, 0]), "other": _unit([0, 0, 1])}
     subjects = {"old": "dana", "new": "dana", "other": "bo"}
     recency = {"old": "2024-01-01", "new": "2024-03-01", "other": "2024-02-01"}
     out, earlier = newer_first(ranked, vectors, subjects, recency, similarity=0.9)
-    assert ids(out) == ["other", "new", "old"] and earlier == {"old": "new"}
-    assert [s.score for s in out] == sorted((s.score for s in out), reverse=True)
+    assert ids(out) == ["new", "old", "other"] and earlier == {"old": "new"}
+    assert [s.score for s in out] == [0.3, 0.3, 0.25]  # the newer took the older's place and score
     assert newer_first(ranked, vectors, {**subjects, "new": "bo"}, recency, 0.9) == (ranked, {})  # other subject
     assert newer_first(ranked, vectors, subjects, recency, 1.0) == (ranked, {})  # switched off
