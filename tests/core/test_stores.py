@@ -43,6 +43,8 @@ def test_outbox_is_replayed_after_a_crash_between_sqlite_commit_and_index_writes
         assert memory.check_consistency() == {}
         assert "Berlin" in memory.context_block("Where does Alice live?", user_id="alice")
         assert "Paris" not in memory.context_block("Where does Alice live?", user_id="alice")
+        by_words = memory.get_context("Berlin", user_id="alice", threshold=1.0)  # the lexical index alone
+        assert "Alice lives in Berlin." in [f.content for f in by_words] and by_words[0].lexical_score > 0
     finally:
         memory.close()
 

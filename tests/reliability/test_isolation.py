@@ -92,7 +92,11 @@ def view(memory: Memory, user: str, markers: dict[str, str]) -> tuple:
         facts = memory.get_context(q, user_id=user, threshold=0.0)
         assert all(f.user_id == user and f.id in mine for f in facts), f"get_context({q!r}) for {user!r}"
         clean(" ".join(f.content for f in facts), "get_context")
-        seen.append(sorted(f.id for f in facts))
+        seen.append(sorted((f.id, f.lexical_score) for f in facts))
+    for q in others:  # by words alone: another tenant's marker is in none of this user's facts
+        assert memory.get_context(q, user_id=user, threshold=1.0) == [], f"lexical candidates for {user!r}"
+    own = memory.get_context(markers[user], user_id=user, threshold=1.0)
+    assert any(markers[user] in f.content and f.lexical_score > 0 for f in own), f"own marker for {user!r}"
     block = memory.context_block("Where does everyone live and work?", user_id=user)
     clean(block, "context_block")
     seen.append(block)
