@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import QueryError, ValidationError
+from .validation import check_text
 
 __all__ = ["USER_PARAM", "own_rows", "prepare", "scope_query"]
 
@@ -119,10 +120,14 @@ def prepare(query: str, params: Mapping[str, Any] | None, user_id: str) -> tuple
 
     Raises:
         QueryError: the query is refused (see :func:`scope_query`).
-        ValidationError: a parameter name that is not a string.
+        ValidationError: a query that is not valid text, params that are not a mapping,
+            or a parameter name that is not a string.
 
     """
+    if params is not None and not isinstance(params, Mapping):
+        raise ValidationError(f"cypher params must be a mapping of names to values, got {type(params).__name__}")
     scoped = scope_query(query)
+    check_text(query, "cypher query")  # a lone surrogate would fail inside Kùzu
     bound = dict(params or {})
     if any(not isinstance(k, str) for k in bound):
         raise ValidationError("cypher params must have string keys")

@@ -345,7 +345,7 @@ class Memory:
         if user_id is not None:
             check_id(user_id, "user_id")
         return self._maintenance.refresh_entities(user_id=user_id, max_age=max_age,
-                                                  batch_size=check_limit(batch_size, "batch_size"))
+                                                  batch_size=check_limit(batch_size, "batch_size", maximum=1_000_000))
 
     def maintain(self) -> MaintenanceReport:
         """Retry pending extractions, replay index writes and refresh stale entities."""
@@ -385,7 +385,8 @@ class Memory:
 
         """
         self._check_open()
-        return self._maintenance.rebuild(reembed=reembed, batch_size=check_limit(batch_size, "batch_size"))
+        batch_size = check_limit(batch_size, "batch_size", maximum=1_000_000)
+        return self._maintenance.rebuild(reembed=reembed, batch_size=batch_size)
 
     def check_consistency(self, user_id: str | None = None) -> dict[str, list[str]]:
         """Compare the three stores; an empty dict means they agree.

@@ -76,8 +76,7 @@ class ContextQuery:
             ValidationError: what is wrong with which argument.
 
         """
-        if not isinstance(text, str):
-            raise ValidationError(f"input must be a string, got {type(text).__name__}")
+        check_text(text, "input", allow_empty=True)  # the same check as conversation_end's messages
         if not text.strip():
             return cls(text, user_id, config.scoring)  # nothing to look for: no facts
         if len(text) > config.max_message_chars:
@@ -322,6 +321,7 @@ class Retriever:
         """
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("entity name must be a non-empty string")
+        check_text(name, "entity name")
         found = self.records.entity_ids_for_aliases(user_id, [normalize_name(name)])
         if not found:
             raise NotFoundError(f"no entity named {name!r} for user {user_id!r}")

@@ -12,9 +12,11 @@ from typing import Any
 
 from .errors import ValidationError
 
-__all__ = ["MAX_ID_CHARS", "check_id", "check_limit", "check_text"]
+__all__ = ["MAX_ID_CHARS", "MAX_LIMIT", "check_id", "check_limit", "check_text"]
 
 MAX_ID_CHARS = 256
+#: The largest ``limit`` a query takes: a bound the stores can serve (Chroma fails far above it).
+MAX_LIMIT = 10_000
 
 
 def check_text(value: Any, what: str, *, allow_empty: bool = False) -> str:
@@ -53,11 +55,11 @@ def check_id(value: Any, what: str) -> str:
     return check_text(value, what)
 
 
-def check_limit(value: Any, what: str = "limit") -> int:
-    """Return ``value`` as an int if it is a whole number >= 1.
+def check_limit(value: Any, what: str = "limit", *, maximum: int = MAX_LIMIT) -> int:
+    """Return ``value`` as an int if it is a whole number in ``1..maximum``.
 
     Raises:
-        ValidationError: a float, a string, a bool-like oddity or a number below 1.
+        ValidationError: a float, a string, a bool-like oddity, or a number out of range.
 
     """
     try:
@@ -66,4 +68,6 @@ def check_limit(value: Any, what: str = "limit") -> int:
         raise ValidationError(f"{what} must be an integer >= 1, got {value!r}") from None
     if limit < 1:
         raise ValidationError(f"{what} must be >= 1, got {limit}")
+    if limit > maximum:
+        raise ValidationError(f"{what} must be at most {maximum}, got {limit}")
     return limit
