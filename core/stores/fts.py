@@ -74,16 +74,15 @@ def create_sql(table: str) -> str:
             "text, context, tokenize = 'porter unicode61 remove_diacritics 2')")
 
 
-def index_sql(table: str) -> str:
-    """Index the user's facts with these ids (``?`` = user id, ``{ids}`` = the id list)."""
-    return (f"INSERT INTO {table}(rowid, text, context) SELECT f.rowid, {_TEXT.format(f='f')}, "
-            f"{_CONTEXT.format(f='f')} FROM facts f WHERE f.user_id = ? AND f.id IN ({{ids}})")
-
-
 def index_all_sql(table: str) -> str:
     """Index every fact of the user (``?`` = user id)."""
     return (f"INSERT INTO {table}(rowid, text, context) SELECT f.rowid, {_TEXT.format(f='f')}, "
             f"{_CONTEXT.format(f='f')} FROM facts f WHERE f.user_id = ?")
+
+
+def index_sql(table: str) -> str:
+    """Index the user's facts with these ids (``?`` = user id, ``{ids}`` = the id list)."""
+    return index_all_sql(table) + " AND f.id IN ({ids})"
 
 
 def match_expression(text: str, *, context: bool = True, max_terms: int = 64) -> str | None:

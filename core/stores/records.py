@@ -359,16 +359,21 @@ class RecordStore:
         """
         query = fts.match_expression(text, context=context_weight > 0)
         table = fts.table_name(user_id)
-        if query is None or not self._has_table(table):
+        if query is None:
             return {}
         if as_of is None:
             when, params = "f.valid_until IS NULL AND f.superseded_by IS NULL", []
         else:
             when, params = "f.valid_from <= ? AND (f.valid_until IS NULL OR f.valid_until > ?)", [as_of, as_of]
-        rows = self._rows(
-            f"SELECT f.id, -bm25({table}, 1.0, ?) AS s FROM {table} JOIN facts f ON f.rowid = {table}.rowid "
-            f"WHERE {table} MATCH ? AND f.user_id = ? AND {when} ORDER BY s DESC LIMIT ?",
-            [float(context_weight), query, user_id, *params, limit])
+        sql = (f"SELECT f.id, -bm25({table}, 1.0, ?) AS s FROM {table} JOIN facts f ON f.rowid = {table}.rowid "
+               f"WHERE {table} MATCH ? AND f.user_id = ? AND {when} ORDER BY s DESC LIMIT ?")
+        with self._lock:
+            try:
+                rows = self.db.execute(sql, [float(context_weight), query, user_id, *params, limit]).fetchall()
+            except sqlite3.OperationalError as exc:
+                if f"no such table: {table}" in str(exc):
+                    return {}  # the user has no facts yet
+                raise StoreError(f"SQLite read failed in {self.path}: {exc}") from exc
         return {fid: float(s) for fid, s in rows}
 
     def _lexical_tables(self) -> set[str]:
