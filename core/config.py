@@ -215,6 +215,11 @@ class LimitSettings:
     Args:
         max_message_chars, max_messages_per_episode, max_facts_per_episode: input bounds.
         strict_timezones: refuse naive datetimes instead of reading them as UTC.
+        cypher_timeout_s: how long one ``cypher()`` query may run.
+        cypher_max_rows: how many rows one ``cypher()`` query may return.
+        cypher_memory_mb: the address space of the process ``cypher()`` queries run in
+            (:mod:`zep_core.stores.sandbox`); about 0.4 GB of it per cached tenant graph.
+        cypher_cache_tenants: tenant graphs that process keeps between queries.
 
     Raises:
         ConfigError: a bound is not an integer >= 1.
@@ -225,9 +230,18 @@ class LimitSettings:
     max_messages_per_episode: int = 2_000
     max_facts_per_episode: int = 1_000
     strict_timezones: bool = False
+    cypher_timeout_s: float = 10.0
+    cypher_max_rows: int = 10_000
+    cypher_memory_mb: int = 4096
+    cypher_cache_tenants: int = 4
 
     def __post_init__(self) -> None:
-        _check_counts(self, "max_message_chars", "max_messages_per_episode", "max_facts_per_episode")
+        _check_counts(self, "max_message_chars", "max_messages_per_episode", "max_facts_per_episode",
+                      "cypher_max_rows", "cypher_cache_tenants")
+        if not _is_int(self.cypher_memory_mb) or self.cypher_memory_mb < 512:
+            raise ConfigError(f"cypher_memory_mb must be an integer >= 512, got {self.cypher_memory_mb!r}")
+        if not _is_real(self.cypher_timeout_s) or not 0 < self.cypher_timeout_s <= 3600:
+            raise ConfigError(f"cypher_timeout_s must be seconds in (0, 3600], got {self.cypher_timeout_s!r}")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,42 +1,45 @@
-"""Read-only, tenant-scoped Cypher for :meth:`zep_core.Memory.cypher`.
+"""Read-only Cypher for :meth:`zep_core.Memory.cypher`: the checks before the sandbox.
 
-A query is checked before it reaches Kùzu:
+Isolation is not done here. A query runs in :class:`zep_core.stores.sandbox.CypherSandbox`
+against a graph holding only the calling tenant's rows, so there is nothing of another
+tenant to reach, whatever the text says. What this module does is give early, helpful
+errors and keep the sandbox's process and files to themselves:
 
 1. comments are removed and string literals set aside, so a write clause cannot
    hide in a comment and a quoted word cannot trip the check;
 2. one statement only; clauses that write or reach outside the graph (CREATE, MERGE,
    SET, DELETE, REMOVE, DROP, ALTER, COPY, LOAD, INSTALL, ATTACH, CALL, …) are refused
-   whatever their case;
-3. every ``:Entity`` node pattern gets ``user_id: $__zep_user`` added, and every
-   comma-separated pattern part must contain one, so a query only ever sees the
-   calling user's subgraph (relationships never cross users).
-
-It then runs inside a read-only transaction, and rows holding another user's nodes
-are dropped as a last line of defence.
+   whatever their case — the sandbox runs in a read-only transaction anyway, but LOAD
+   and COPY would touch files and CALL could change its limits;
+3. the text and the parameters are checked like every other input: valid text, a
+   mapping of string names to plain values (strings, numbers, booleans, None, dates,
+   lists and maps of them).
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Mapping
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
 
 from .errors import QueryError, ValidationError
 from .validation import check_text
 
-__all__ = ["USER_PARAM", "own_rows", "prepare", "scope_query"]
+__all__ = ["check", "check_query"]
 
-USER_PARAM = "__zep_user"
 _FORBIDDEN = re.compile(
     r"\b(CREATE|MERGE|SET|DELETE|DETACH|REMOVE|DROP|ALTER|COPY|LOAD|INSTALL|UNINSTALL|ATTACH|"
     r"IMPORT|EXPORT|CALL|BEGIN|COMMIT|ROLLBACK|CHECKPOINT|USE|FOREACH)\b",
     re.IGNORECASE,
 )
-_ENTITY_NODE = re.compile(r"\(\s*([A-Za-z_]\w*)?\s*:\s*Entity\b\s*(\{)?")
-_CLAUSE_END = re.compile(r"\b(WHERE|RETURN|WITH|UNWIND|ORDER|LIMIT|SKIP|UNION|OPTIONAL|MATCH)\b", re.IGNORECASE)
-_MATCH = re.compile(r"\bMATCH\b", re.IGNORECASE)
 _TOKEN = re.compile(r"//[^\n]*|/\*.*?(?:\*/|$)|'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"|`(?:``|[^`])*`", re.DOTALL)
+_PARAM = re.compile(r"\$(\w+)")
 _MAX_QUERY_CHARS = 20_000
+_MAX_PARAM_DEPTH = 20
+_PLAIN = (str, int, float, bool, type(None), datetime, date, time, timedelta, Decimal, uuid.UUID)
 
 
 def _split(query: str) -> tuple[str, list[str]]:
@@ -53,33 +56,8 @@ def _split(query: str) -> tuple[str, list[str]]:
     return _TOKEN.sub(keep, query), literals
 
 
-def _join(code: str, literals: list[str]) -> str:
-    return re.sub(r"\x00(\d+)\x00", lambda m: literals[int(m.group(1))], code)
-
-
-def _pattern_parts(code: str) -> list[str]:
-    parts: list[str] = []
-    for m in _MATCH.finditer(code):
-        start = m.end()
-        end = _CLAUSE_END.search(code, start)
-        clause = code[start:end.start() if end else len(code)]
-        depth, current = 0, []
-        for ch in clause:
-            if ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth -= 1
-            if ch == "," and depth == 0:
-                parts.append("".join(current))
-                current = []
-            else:
-                current.append(ch)
-        parts.append("".join(current))
-    return parts
-
-
-def scope_query(query: str) -> str:
-    """Check a Cypher query and return it scoped to ``$__zep_user``.
+def check_query(query: Any) -> str:
+    """The query, checked: one read-only statement of valid text.
 
     Raises:
         QueryError: saying what was refused and how to write the query instead.
@@ -89,66 +67,51 @@ def scope_query(query: str) -> str:
         raise QueryError("cypher() needs a non-empty query string")
     if len(query) > _MAX_QUERY_CHARS or "\x00" in query:
         raise QueryError("the Cypher query is too long or holds NUL bytes")
-    code, literals = _split(query)
+    code, _ = _split(query)
     if code.rstrip().rstrip(";").count(";"):
         raise QueryError("cypher() runs one statement; remove the ';'-separated extra statements")
     bad = _FORBIDDEN.search(code)
     if bad:
         raise QueryError(f"cypher() is read-only: the {bad.group(1).upper()} clause is refused. "
                          "Change memory through conversation_end() and forget_user() instead.")
-    if USER_PARAM in code:
-        raise QueryError(f"${USER_PARAM} is reserved for zep-memory")
-
-    def scope(m: re.Match) -> str:
-        head = f"({m.group(1) or ''}:Entity {{user_id: ${USER_PARAM}"
-        return head + (", " if m.group(2) else "}")
-
-    scoped = _ENTITY_NODE.sub(scope, code)
-    for part in _pattern_parts(scoped):
-        if part.strip() and f"${USER_PARAM}" not in part:
-            raise QueryError(
-                "every MATCH pattern must start from an :Entity node, e.g. "
-                "MATCH (e:Entity {name: $name})-[r:FACT]-(x) RETURN x.name; "
-                f"this part has none: {_join(part, literals).strip()!r}")
-    if not _MATCH.search(scoped) and re.search(r"\b(Entity|FACT)\b", scoped):
-        raise QueryError("read the graph through MATCH (e:Entity …) patterns")
-    return _join(scoped, literals).rstrip().rstrip(";")
+    check_text(query, "cypher query")  # a lone surrogate would fail inside Kùzu
+    return query.rstrip().rstrip(";")
 
 
-def prepare(query: str, params: Mapping[str, Any] | None, user_id: str) -> tuple[str, dict[str, Any]]:
-    """The scoped query and its parameters, the caller's user bound where the query uses it.
+def check(query: Any, params: Any) -> tuple[str, dict[str, Any]]:
+    """The query and its parameters, checked (see :func:`check_query`).
 
     Raises:
-        QueryError: the query is refused (see :func:`scope_query`).
-        ValidationError: a query that is not valid text, params that are not a mapping,
-            or a parameter name that is not a string.
+        QueryError: the query is refused.
+        ValidationError: params that are not a mapping of string names to plain values.
 
     """
+    checked = check_query(query)
+    code, _ = _split(checked)
+    used = set(_PARAM.findall(code))
     if params is not None and not isinstance(params, Mapping):
         raise ValidationError(f"cypher params must be a mapping of names to values, got {type(params).__name__}")
-    scoped = scope_query(query)
-    check_text(query, "cypher query")  # a lone surrogate would fail inside Kùzu
     bound = dict(params or {})
     if any(not isinstance(k, str) for k in bound):
         raise ValidationError("cypher params must have string keys")
-    if f"${USER_PARAM}" in scoped:  # Kùzu refuses a parameter the query does not use
-        bound[USER_PARAM] = user_id
-    return scoped, bound
+    for name, value in bound.items():
+        _check_value(value, name, 0)
+    return checked, {k: v for k, v in bound.items() if k in used}  # Kùzu refuses a parameter the query does not use
 
 
-def own_rows(rows: list[dict[str, Any]], user_id: str) -> list[dict[str, Any]]:
-    """The rows holding no node or relationship of another user (the last line of defence)."""
-    return [r for r in rows if not _foreign(r, user_id)]
-
-
-def _foreign(row: Mapping[str, Any], user_id: str) -> bool:
-    """Whether a Cypher result row holds a node or relationship of another user."""
-    for value in row.values():
-        items = value if isinstance(value, list) else [value]
-        for item in items:
-            if isinstance(item, dict):
-                if item.get("user_id") not in (None, user_id):
-                    return True
-                if _foreign({k: v for k, v in item.items() if isinstance(v, (dict, list))}, user_id):
-                    return True
-    return False
+def _check_value(value: Any, name: str, depth: int) -> None:
+    if depth > _MAX_PARAM_DEPTH:
+        raise ValidationError(f"cypher param {name!r} is nested more than {_MAX_PARAM_DEPTH} levels deep")
+    if isinstance(value, str):
+        check_text(value, f"cypher param {name!r}")
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _check_value(item, name, depth + 1)
+    elif isinstance(value, Mapping):
+        if any(not isinstance(k, str) for k in value):
+            raise ValidationError(f"cypher param {name!r} is a map with non-string keys")
+        for item in value.values():
+            _check_value(item, name, depth + 1)
+    elif not isinstance(value, _PLAIN):
+        raise ValidationError(f"cypher param {name!r} is a {type(value).__name__}; use strings, numbers, "
+                              "booleans, None, dates, or lists and maps of them")

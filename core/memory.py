@@ -34,6 +34,8 @@ from .providers.factory import build_providers
 from .retrieval import ContextQuery, Retriever
 from .sessions import SessionBuffer
 from .stores import StoreOpener, open_stores
+from .stores.graph import SCHEMA as GRAPH_SCHEMA
+from .stores.sandbox import CypherSandbox, SandboxLimits
 from .sync import IndexSync, OutboxOp
 from .validation import check_id, check_limit
 from .workers import Workers
@@ -83,6 +85,10 @@ class Memory:
             self._closed = True
             self._stores.close(clean=not self._stores.recovering)  # a crash not yet recovered from stays one
             raise
+        limits = self.config.limits
+        self._sandbox = CypherSandbox(records, GRAPH_SCHEMA, self.data_dir / "cypher", SandboxLimits(
+            timeout_s=limits.cypher_timeout_s, max_rows=limits.cypher_max_rows, memory_mb=limits.cypher_memory_mb,
+            tenants=limits.cypher_cache_tenants))
         self._workers = Workers(self)
         if self.config.index_writes == "background":
             self._workers.start("zep-indexer", self._sync.run_indexer, wake=self._sync.wake)
@@ -114,6 +120,7 @@ class Memory:
         if self._closed:
             return
         self._workers.stop()
+        self._sandbox.close()
         with self._sync.exclusive():  # a writer still running finishes first; none starts after
             self._sync.close()
             self._closed = True
@@ -222,20 +229,22 @@ class Memory:
 
     def cypher(self, query: str, params: Mapping[str, Any] | None = None, *,
                user_id: str = "default") -> list[dict[str, Any]]:
-        """Run a read-only Cypher query over the user's graph.
+        """Run a read-only Cypher query over the user's graph, and only theirs.
 
         The graph has ``(:Entity {id, user_id, name, entity_type})`` nodes and
-        ``[:FACT {fact_id, predicate, valid_from, valid_until, current}]`` relationships.
-        Every ``:Entity`` pattern is scoped to ``user_id``; write clauses are refused.
+        ``[:FACT {fact_id, user_id, predicate, valid_from, valid_until, current}]``
+        relationships. The query runs against a copy of ``user_id``'s graph built from
+        SQLite (:mod:`zep_core.stores.sandbox`): other users' data is not in it.
 
         Raises:
-            QueryError: a write clause, several statements, an unscoped pattern, or a failure.
+            QueryError: a write clause, several statements, a failure, or a query over the
+                limits (``cypher_timeout_s``, ``cypher_max_rows``, ``cypher_memory_mb``).
+            ValidationError: params that are not a mapping of names to plain values.
 
         """
         self._require_user(user_id)
-        scoped, bound = _cypher.prepare(query, params, user_id)
-        self._sync.catch_up()
-        return _cypher.own_rows(self._stores.graph.read_query(scoped, bound), user_id)
+        checked, bound = _cypher.check(query, params)
+        return self._sandbox.query(user_id, self._sync.version(user_id), checked, bound)
 
     # -- what is stored ------------------------------------------------------------------
 

@@ -108,6 +108,8 @@ class IndexSync:
         self._depth = 0            # nesting of exclusive() in the thread holding the write lock
         self._pending = False      # ops committed inside the outermost exclusive()
         self._apply_now = False
+        self._versions: dict[str, int] = {}  # user -> number of the last committed write naming it
+        self._written = 0
 
     # -- writing ---------------------------------------------------------------------
 
@@ -147,9 +149,16 @@ class IndexSync:
             with self.records.transaction():
                 yield ops
                 self.records.add_outbox([op.to_row() for op in ops])
+            for user in {op.user_id for op in ops}:
+                self._written += 1
+                self._versions[user] = self._written
             if ops:
                 self._pending = True
                 self._apply_now = self._apply_now or apply_now
+
+    def version(self, user_id: str) -> int:
+        """Changes whenever a write naming ``user_id`` commits (in this process; one process owns a folder)."""
+        return self._versions.get(user_id, 0)
 
     # -- applying --------------------------------------------------------------------
 

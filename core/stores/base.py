@@ -106,10 +106,6 @@ class GraphIndex(Protocol):
         """Distinct entity ids within ``1..hops`` hops, excluding the start."""
         ...
 
-    def read_query(self, query: str, params: dict) -> list[dict]:
-        """Run a query already checked to be read-only; rows as dicts."""
-        ...
-
     def snapshot(self, user_id: str | None = None) -> tuple[set[str], dict[str, bool]]:
         """Entity ids and ``{fact_id: current}`` stored (for consistency checks)."""
         ...

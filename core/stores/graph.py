@@ -1,6 +1,6 @@
 """Kùzu: the graph index (Entity nodes, FACT relationships), derived from SQLite.
 
-All Cypher of the project lives in this module, behind :class:`KuzuGraphIndex`, so
+All Cypher of the project's own lives in this module, behind :class:`KuzuGraphIndex`, so
 the maintained fork (LadybugDB) or a server graph can replace Kùzu. Writes are
 serialized (Kùzu allows one write transaction at a time); reads use one connection
 per thread. Times are stored as sortable ISO strings, so any year from 1 to 9999 fits.
@@ -17,9 +17,10 @@ from typing import Any
 from ..errors import QueryError, StoreError, StoreLockedError
 from .base import EntityNode, FactEdge
 
-__all__ = ["KuzuGraphIndex"]
+__all__ = ["SCHEMA", "KuzuGraphIndex"]
 
-_SCHEMA = (
+#: The graph tables (also those of the Cypher sandbox, :mod:`zep_core.stores.sandbox`).
+SCHEMA = (
     "CREATE NODE TABLE IF NOT EXISTS Entity(id STRING PRIMARY KEY, user_id STRING, name STRING, "
     "entity_type STRING)",
     "CREATE REL TABLE IF NOT EXISTS FACT(FROM Entity TO Entity, fact_id STRING, user_id STRING, "
@@ -67,10 +68,12 @@ class KuzuGraphIndex:
     Args:
         path: the database folder (``<data>/graph``).
         buffer_pool_mb: Kùzu's buffer pool (its default is most of the machine's RAM).
+        query_timeout_ms: Kùzu's timeout for each read (the reads are our own hop queries;
+            tenants' Cypher runs in :mod:`zep_core.stores.sandbox`, not here).
 
     """
 
-    def __init__(self, path: Path, *, buffer_pool_mb: int = 256) -> None:
+    def __init__(self, path: Path, *, buffer_pool_mb: int = 256, query_timeout_ms: int = 30_000) -> None:
         import kuzu
 
         try:
@@ -90,13 +93,15 @@ class KuzuGraphIndex:
         self._write = _Conn(kuzu.Connection(self._db))
         self._write_lock = threading.Lock()
         self._local = threading.local()
-        for ddl in _SCHEMA:
+        self._timeout_ms = query_timeout_ms
+        for ddl in SCHEMA:
             self._write.conn.execute(ddl)
 
     def _reader(self) -> _Conn:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = _Conn(self._kuzu.Connection(self._db))
+            conn.conn.set_query_timeout(self._timeout_ms)
             self._local.conn = conn
         return conn
 

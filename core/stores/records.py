@@ -349,6 +349,22 @@ class RecordStore:
         rows = self._rows(sql, [user_id, *entity_ids, *params, user_id, *entity_ids, *params, limit])
         return [r[0] for r in rows]
 
+    def graph_rows(self, user_id: str) -> tuple[list[tuple], list[tuple]]:
+        """One user's graph as SQLite holds it: entity rows and relationship rows, nothing of anyone else.
+
+        Entities are ``(id, user_id, name, entity_type)``; relationships are
+        ``(subject_id, object_id, fact_id, user_id, predicate, valid_from, valid_until, current)``
+        for the facts with an object entity, both ends the user's own — what
+        :class:`~zep_core.sync.IndexSync` writes to the graph index.
+        """
+        entities = self._rows("SELECT id, user_id, name, entity_type FROM entities WHERE user_id = ?", [user_id])
+        facts = self._rows(
+            "SELECT f.subject_id, f.object_id, f.id, f.user_id, f.predicate, f.valid_from, f.valid_until, "
+            "f.valid_until IS NULL AND f.superseded_by IS NULL FROM facts f "
+            "JOIN entities s ON s.id = f.subject_id AND s.user_id = f.user_id "
+            "JOIN entities o ON o.id = f.object_id AND o.user_id = f.user_id WHERE f.user_id = ?", [user_id])
+        return entities, facts
+
     def lexical_search(self, user_id: str, text: str, *, limit: int, as_of: str | None = None,
                        context_weight: float = 1.0) -> dict[str, float]:
         """BM25 scores (higher is better) of the user's current (or as-of) facts matching the words of ``text``.

@@ -148,14 +148,20 @@ def test_cypher_reads_the_users_graph_with_parameters(mem, scripted):
     "COPY Entity FROM 'x.csv'",
     "LOAD FROM 'file.csv' RETURN *",
     "CALL show_tables() RETURN *",
-    "MATCH (n) RETURN n",
-    "MATCH (a:Entity), (b) RETURN b.name",
 ])
-def test_cypher_refuses_writes_and_unscoped_patterns(mem, scripted, query):
+def test_cypher_refuses_writes(mem, scripted, query):
     load(mem, scripted, said("Alice", "lives_in", "Paris"))
     with pytest.raises(QueryError):
         mem.cypher(query, user_id="u")
     assert {e.name for e in mem.related_entities("Alice", user_id="u")} == {"Paris"}
+
+
+def test_cypher_patterns_need_no_scope_and_see_only_the_users_graph(mem, scripted):
+    load(mem, scripted, said("Alice", "lives_in", "Paris"))
+    load(mem, scripted, said("Bea", "lives_in", "Tokyo"), user="v")
+    assert mem.cypher("MATCH (n) RETURN n.name AS name ORDER BY name", user_id="u") == [
+        {"name": "Alice"}, {"name": "Paris"}]
+    assert mem.cypher("MATCH (a), (b) RETURN count(*) AS n", user_id="u") == [{"n": 4}]
 
 
 def test_first_person_questions_mean_the_speaker(make_memory):
