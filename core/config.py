@@ -188,6 +188,12 @@ class StorageSettings:
             committed and a background thread brings Chroma and Kùzu up to date, many
             episodes per batch; every read catches up first, so reads see all writes.
             ``sync``: index writes are applied before ``conversation_end`` returns.
+        on_missing_index: what opening does when SQLite holds entities but the vector or
+            graph index holds none of them (``chroma/`` or ``graph`` deleted, a folder copied
+            without them, a wiped Chroma server): ``rebuild`` (default) recreates them from
+            SQLite, logging its progress; ``error`` raises a StoreError naming ``zep-memory
+            rebuild``; ``ignore`` opens anyway and serves what the indexes hold (``doctor``
+            and ``rebuild`` open this way, to report or repair).
 
     Raises:
         ConfigError: a value is not one of the choices above.
@@ -199,8 +205,11 @@ class StorageSettings:
     chroma_url: str | None = None
     on_embedder_mismatch: Literal["error", "reembed"] = "error"
     index_writes: Literal["background", "sync"] = "background"
+    on_missing_index: Literal["rebuild", "error", "ignore"] = "rebuild"
 
     def __post_init__(self) -> None:
+        if self.on_missing_index not in ("rebuild", "error", "ignore"):
+            raise ConfigError(f"on_missing_index must be 'rebuild', 'error' or 'ignore', got {self.on_missing_index!r}")
         if self.index_writes not in ("background", "sync"):
             raise ConfigError("index_writes must be 'background' or 'sync'")
         if self.on_embedder_mismatch not in ("error", "reembed"):
@@ -220,6 +229,9 @@ class LimitSettings:
         cypher_memory_mb: the address space of the process ``cypher()`` queries run in
             (:mod:`zep_core.stores.sandbox`); about 0.4 GB of it per cached tenant graph.
         cypher_cache_tenants: tenant graphs that process keeps between queries.
+        max_extraction_attempts: extraction attempts an episode gets (``conversation_end``
+            and each ``maintain()`` retry) before it is marked ``failed`` with its last
+            error; a failed episode keeps its messages and is no longer retried.
 
     Raises:
         ConfigError: a bound is not an integer >= 1.
@@ -234,10 +246,11 @@ class LimitSettings:
     cypher_max_rows: int = 10_000
     cypher_memory_mb: int = 4096
     cypher_cache_tenants: int = 4
+    max_extraction_attempts: int = 3
 
     def __post_init__(self) -> None:
         _check_counts(self, "max_message_chars", "max_messages_per_episode", "max_facts_per_episode",
-                      "cypher_max_rows", "cypher_cache_tenants")
+                      "cypher_max_rows", "cypher_cache_tenants", "max_extraction_attempts")
         if not _is_int(self.cypher_memory_mb) or self.cypher_memory_mb < 512:
             raise ConfigError(f"cypher_memory_mb must be an integer >= 512, got {self.cypher_memory_mb!r}")
         if not _is_real(self.cypher_timeout_s) or not 0 < self.cypher_timeout_s <= 3600:
@@ -337,9 +350,9 @@ class MemoryConfig:
             ``lexical_weight``, ``lexical_candidates``, ``lexical_context_weight``, ``rrf_k``,
             ``graph_mode``, ``asker_weight``, ``newer_first_similarity``.
         storage: :class:`StorageSettings`: ``busy_timeout_ms``, ``graph_buffer_pool_mb``,
-            ``chroma_url``, ``on_embedder_mismatch``, ``index_writes``.
+            ``chroma_url``, ``on_embedder_mismatch``, ``index_writes``, ``on_missing_index``.
         limits: :class:`LimitSettings`: ``max_message_chars``, ``max_messages_per_episode``,
-            ``max_facts_per_episode``, ``strict_timezones``.
+            ``max_facts_per_episode``, ``strict_timezones``, ``max_extraction_attempts``.
         providers: :class:`ProviderSettings`: ``embedding_provider``, ``extractor_provider``,
             ``openai_api_key`` (never shown in repr), ``openai_base_url``, ``extractor_model``,
             ``embedding_model``, ``embedding_dimensions``, ``request_timeout``,

@@ -3,16 +3,21 @@
 * :meth:`Maintenance.refresh_entities` regenerates summary, fact_count and
   last_updated from EntityHistory for entities that changed (spec ``update Entity``).
 * :meth:`Maintenance.maintain` replays index writes, retries pending extractions and
-  refreshes entities (``zep-memory maintain`` for cron).
-* :meth:`Maintenance.check_consistency` compares SQLite with both indexes, and
-  :meth:`Maintenance.stats` counts what each store holds.
+  refreshes entities (``zep-memory maintain`` for cron). An episode whose extraction
+  failed ``max_extraction_attempts`` times is marked ``failed`` with its last error and
+  no longer retried; it keeps its messages.
+* :meth:`Maintenance.check_consistency` compares SQLite with both indexes (and lists the
+  quarantined index writes, :mod:`zep_core.sync`), and :meth:`Maintenance.stats` counts
+  what each store holds.
 * :meth:`Maintenance.rebuild` recreates the indexes from SQLite, re-embedding the
   stored texts when the embedder changed; :meth:`Maintenance.open` checks the
-  embedder identity and finishes what a crash cut short.
+  embedder identity, finishes what a crash cut short, and notices indexes that are
+  missing (``on_missing_index``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import MemoryConfig
-from .errors import ConfigError
+from .errors import ConfigError, NotFoundError, StoreError
 from .ingest import Ingestor
 from .providers.base import Embedder, Summarizer
 from .stores import Stores
@@ -30,16 +35,31 @@ from .sync import IndexSync
 
 __all__ = ["MaintenanceReport", "Maintenance"]
 
+log = logging.getLogger("zep_core")
+
 
 @dataclass(frozen=True)
 class MaintenanceReport:
-    """What :meth:`Memory.maintain` did."""
+    """What :meth:`Memory.maintain` did.
+
+    Attributes:
+        retried: pending episodes whose extraction was tried again.
+        completed: of those, how many are now done.
+        still_pending: episodes still pending (retried by the next ``maintain``).
+        entities_refreshed: entity summaries regenerated.
+        index_writes_replayed: queued index writes applied.
+        failed: every episode marked ``failed`` (this run or before): its extraction
+            failed ``max_extraction_attempts`` times, so it is no longer retried; it keeps
+            its messages and its last error (``get_episode(id).error``).
+
+    """
 
     retried: int
     completed: int
     still_pending: tuple[str, ...]
     entities_refreshed: int
     index_writes_replayed: int
+    failed: tuple[str, ...] = ()
 
 
 class Maintenance:
@@ -56,11 +76,56 @@ class Maintenance:
         return f"{self.embedder.name}|{self.embedder.dimension}"
 
     def open(self, data_dir: Path) -> None:
-        """On open: check the embedder, resume or run a rebuild, replay the outbox."""
+        """On open: check the embedder, resume or run a rebuild, notice missing indexes, replay the outbox.
+
+        Raises:
+            StoreError: an index is missing and ``on_missing_index`` is ``error``.
+
+        """
         reembed = self._check_embedder(data_dir)
         if reembed or self.records.get_meta("rebuild") == "pending":  # asked for, or one a crash cut short
             self.rebuild(reembed=reembed)
+        elif self.config.on_missing_index != "ignore":
+            self._check_indexes(data_dir)
         self.sync.drain()
+
+    def missing_indexes(self) -> list[str]:
+        """The indexes that hold nothing of what SQLite says they must, looked up by key (cheap).
+
+        The vector index must hold entity vectors of the user of the oldest entity whose
+        index write was applied (none queued or quarantined); the graph must hold the edge
+        of the oldest such fact between two entities (or, with no such fact, that user's
+        nodes). An index that was deleted, emptied or never copied holds neither.
+        """
+        entity = self.records.indexed_entity_sample()
+        if entity is None:
+            return []
+        missing = []
+        if self.vectors.count(entity[0], "entity") == 0:
+            missing.append("the vector index (Chroma)")
+        edge = self.records.indexed_edge_sample()
+        if edge is not None:
+            graph_empty = not self.graph.related(edge[0], edge[1], hops=1, limit=1)
+        else:
+            graph_empty = not self.graph.snapshot(entity[0])[0]
+        if graph_empty:
+            missing.append("the graph index (Kùzu)")
+        return missing
+
+    def _check_indexes(self, data_dir: Path) -> None:
+        missing = self.missing_indexes()
+        if not missing:
+            return
+        facts = self.records.table_counts()["facts"]
+        what = f"{' and '.join(missing)} of {data_dir} hold{'s' if len(missing) == 1 else ''} nothing " \
+               f"while SQLite holds {facts} facts (deleted, emptied, or a data folder copied without them)"
+        if self.config.on_missing_index == "error":
+            raise StoreError(f"{what}; run `zep-memory rebuild --data {data_dir}` to recreate the indexes from "
+                             "SQLite (or open with on_missing_index='rebuild')")
+        log.warning("%s: rebuilding the indexes from SQLite", what)
+        counts = self.rebuild(progress=_log_progress(data_dir))
+        log.warning("rebuilt the indexes of %s from SQLite: %d facts, %d entities", data_dir, counts["facts"],
+                    counts["entities"])
 
     def _check_embedder(self, data_dir: Path) -> bool:
         stored = self.records.get_meta("embedder")
@@ -101,22 +166,64 @@ class Maintenance:
                 return total
 
     def maintain(self) -> MaintenanceReport:
-        """Replay index writes, retry pending extractions, refresh stale entities."""
+        """Replay index writes, retry pending extractions (giving up after a bound), refresh stale entities."""
         replayed = self.sync.drain()
         pending = self.records.episode_ids(status="pending")
-        completed = 0
+        completed = retried = 0
         for eid in pending:
-            episode = self.records.get_episode(eid)
-            if episode is not None and self.ingest.process(episode, self._now()).status == "done":
+            if self._give_up(eid):
+                continue
+            retried += 1
+            if self._retry(eid) == "done":
                 completed += 1
+            else:
+                self._give_up(eid)
         still = tuple(self.records.episode_ids(status="pending"))
         refreshed = self.refresh_entities(user_id=None, max_age=None, batch_size=50)
-        return MaintenanceReport(retried=len(pending), completed=completed, still_pending=still,
-                                 entities_refreshed=refreshed, index_writes_replayed=replayed)
+        return MaintenanceReport(retried=retried, completed=completed, still_pending=still,
+                                 entities_refreshed=refreshed, index_writes_replayed=replayed,
+                                 failed=tuple(self.records.episode_ids(status="failed")))
 
-    def rebuild(self, *, reembed: bool = False, batch_size: int = 1000) -> dict[str, int]:
+    def _retry(self, episode_id: str) -> str:
+        """Run one more extraction of a pending episode; return its status afterwards.
+
+        Whatever the episode makes fail — the extractor, or the rules on what it
+        returned — counts as an attempt with its error. A store failure is not the
+        episode's fault: it is raised.
+        """
+        episode = self.records.get_episode(episode_id)
+        if episode is None:
+            return "gone"
+        try:
+            return self.ingest.process(episode, self._now()).status
+        except (StoreError, NotFoundError):
+            if self.records.get_episode(episode_id) is None:  # its user was forgotten meanwhile
+                return "gone"
+            raise
+        except Exception as exc:
+            error = " ".join(f"{type(exc).__name__}: {exc}".split())
+            log.warning("retrying episode %s failed: %s", episode_id, error)
+            self.records.set_episode_status(episode_id, "pending", error=error)
+            return "pending"
+
+    def _give_up(self, episode_id: str) -> bool:
+        """Mark a pending episode ``failed`` once it has had its attempts; return whether it was."""
+        attempts = self.records.episode_attempts(episode_id)
+        limit = self.config.max_extraction_attempts
+        if attempts < limit:
+            return False
+        episode = self.records.get_episode(episode_id)
+        last = episode.error if episode is not None and episode.error else "no error recorded"
+        reason = f"gave up after {attempts} extraction attempts (max_extraction_attempts={limit}): {last}"
+        log.warning("episode %s failed: %s", episode_id, reason)
+        self.records.mark_episode_failed(episode_id, reason)
+        return True
+
+    def rebuild(self, *, reembed: bool = False, batch_size: int = 1000,
+                progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """Recreate Chroma and Kùzu from SQLite; with ``reembed``, embed the stored texts again first."""
-        return self.sync.rebuild(batch_size=batch_size, before=self._reembed if reembed else None)
+        return self.sync.rebuild(batch_size=batch_size, before=self._reembed if reembed else None,
+                                 progress=progress)
 
     def _reembed(self) -> None:
         for table, ids_iter in (("facts", self.records.iter_fact_ids()), ("entities", self.records.iter_entity_ids())):
@@ -128,15 +235,26 @@ class Maintenance:
         self.records.set_meta("embedder", self._identity)
 
     def check_consistency(self, users: Iterable[str], user_id: str | None) -> dict[str, list[str]]:
-        """Compare the three stores for ``users``; problem kinds mapped to the ids concerned."""
+        """Compare the three stores for ``users``; problem kinds mapped to the ids concerned.
+
+        Records whose index write is quarantined are listed once, under
+        ``quarantined_index_writes`` (``"<op> <id> of <user>: <why and what to do>"``), and
+        not again as missing from an index.
+        """
         self.sync.catch_up()
         users = list(users)
         problems: dict[str, list[str]] = {}
+        held = self.records.quarantined(user_id)
+        set_aside = {q["ref_id"] for q in held}
 
         def note(kind: str, ids: Iterable[str]) -> None:
-            ids = sorted(ids)
+            ids = sorted(set(ids) - set_aside) if kind.endswith(_MISSING) else sorted(ids)
             if ids:
                 problems.setdefault(kind, []).extend(ids)
+
+        problems_held = [f"{q['op']} {q['ref_id']} of {q['user_id']}: {q['error']}" for q in held]
+        if problems_held:
+            problems["quarantined_index_writes"] = problems_held
 
         g_nodes, g_edges = self.graph.snapshot(user_id)
         all_entities: set[str] = set()
@@ -176,7 +294,9 @@ class Maintenance:
             "graph": {"entities": len(nodes), "facts": len(edges)},
             "users": len(users),
             "pending_episodes": len(self.records.episode_ids(status="pending")),
+            "failed_episodes": len(self.records.episode_ids(status="failed")),
             "pending_index_writes": self.records.outbox_size(),
+            "quarantined_index_writes": self.records.quarantine_size(),
             "rebuild": self.records.get_meta("rebuild"),
             "embedder": {"name": self.embedder.name, "dimension": self.embedder.dimension},
         }
@@ -186,3 +306,20 @@ class Maintenance:
                            "facts": self.records.count_facts(user_id),
                            "entities": sum(len(ids) for ids in self.records.iter_entity_ids(user_id))}
         return out
+
+
+#: Problem kinds that say a record is missing from an index (a quarantined record is reported as such instead).
+_MISSING = ("_missing_in_chroma", "_missing_in_graph")
+
+
+def _log_progress(data_dir: Path) -> Callable[[str, int, int], None]:
+    """Log a rebuild's progress each time another tenth of a kind is done."""
+    tenths: dict[str, int] = {}
+
+    def progress(kind: str, done: int, total: int) -> None:
+        tenth = done * 10 // max(total, 1)
+        if tenths.get(kind) != tenth:
+            tenths[kind] = tenth
+            log.info("rebuilding the indexes of %s: %d/%d %s", data_dir, done, total, kind)
+
+    return progress

@@ -10,6 +10,12 @@ in between leaves the rows behind, and the next open replays them. Applying is
 idempotent: the target state of every fact and entity is read from SQLite, so a row
 applied twice, or after a crash, ends in the same place.
 
+No row can lock a memory: what can never be indexed (a vector that is NaN or of another
+dimension, an edge to an entity that is not stored) is left out and the rest of the
+record indexed; a row the index refuses is found by halving its batch. Such rows move
+to a quarantine table with the reason, reported by ``check_consistency()``, ``stats()``
+and ``zep-memory doctor``, and a rebuild derives the quarantine again from SQLite.
+
 Writers are serialised (the update rules read, then write); applying the outbox has
 its own lock, so writers never wait for Chroma or Kùzu.
 """
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -26,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ZepMemoryError
+from .errors import StoreError, ZepMemoryError
 from .stores import Stores
 from .stores.base import EntityNode, FactEdge
 from .stores.records import iso
 
-__all__ = ["FactChange", "IndexSync", "OpKind", "OutboxOp"]
+__all__ = ["FactChange", "IndexSync", "OpKind", "OutboxOp", "unusable_vector"]
 
 log = logging.getLogger("zep_core")
 
@@ -163,7 +170,17 @@ class IndexSync:
     # -- applying --------------------------------------------------------------------
 
     def drain(self) -> int:
-        """Apply every index write committed so far; return how many rows were applied."""
+        """Apply every index write committed so far; return how many rows were applied.
+
+        A row that cannot be applied never blocks the rows behind it: it is moved to the
+        quarantine (:meth:`RecordStore.quarantined`) with the reason, and reported by
+        ``check_consistency()``, ``stats()`` and ``zep-memory doctor``.
+
+        Raises:
+            StoreError: the vector or graph index itself does not answer; the rows stay
+                queued and are retried by the next read, write or open.
+
+        """
         done = 0
         with self._index_lock:
             target = self.records.last_outbox_seq()  # rows committed later wait for the next pass
@@ -171,8 +188,12 @@ class IndexSync:
                 rows = self.records.pending_outbox(up_to=target)
                 if not rows:
                     return done
-                self._apply([OutboxOp.from_row(*row[1:]) for row in rows])
-                self.records.clear_outbox(rows[-1][0])
+                batch, unreadable = _parse_rows(rows)
+                self._forget_users([op for _, op in batch if op.kind is OpKind.FORGET_USER])
+                left_out = self._apply_isolated([(seq, op) for seq, op in batch if op.kind is not OpKind.FORGET_USER])
+                with self.records.transaction():
+                    self._quarantine(left_out, applied=[op for _, op in batch], unreadable=unreadable)
+                    self.records.clear_outbox(rows[-1][0])
                 done += len(rows)
 
     def catch_up(self) -> None:
@@ -197,42 +218,126 @@ class IndexSync:
                 log.exception("background index write failed; will retry")
                 stopping.wait(0.5)
 
-    def _apply(self, ops: Sequence[OutboxOp]) -> None:
-        for user in {op.user_id for op in ops if op.kind is OpKind.FORGET_USER}:
+    def _forget_users(self, ops: Sequence[OutboxOp]) -> None:
+        """Drop forgotten users from both indexes (a failure here is the index's, never the row's)."""
+        for user in dict.fromkeys(op.user_id for op in ops):
             self.vectors.drop_user(user)
             self.graph.drop_user(user)
-        self.sync_entities([op.ref_id for op in ops if op.kind is OpKind.ENTITY and op.ref_id])
+            self.records.clear_quarantine(user)
+
+    def _apply_isolated(self, rows: Sequence[_Row]) -> list[_LeftOut]:
+        """Apply entity and fact rows; return those that could not be applied, each with why.
+
+        A batch that fails is split in halves until the failing rows stand alone. A
+        failure only counts against the rows while the indexes still answer a read;
+        otherwise the index itself is down and nothing is quarantined. A failure of
+        SQLite, the system of record, is never a row's fault: it is raised.
+        """
+        if not rows:
+            return []
+        try:
+            return self._apply(rows)
+        except Exception as exc:
+            if isinstance(exc, sqlite3.Error) or isinstance(exc.__cause__, sqlite3.Error):
+                raise
+            if not self._indexes_answer(rows[0][1].user_id):
+                raise StoreError(f"the vector or graph index does not answer ({_describe(exc)}); the index "
+                                 "writes stay queued and are retried on the next read or open") from exc
+            if len(rows) == 1:
+                return [(rows[0], f"the index refused it: {_describe(exc)}; `zep-memory rebuild` retries it")]
+        middle = len(rows) // 2
+        return self._apply_isolated(rows[:middle]) + self._apply_isolated(rows[middle:])
+
+    def _indexes_answer(self, user_id: str) -> bool:
+        """Whether both indexes answer a cheap read (else a failure is theirs, not a row's)."""
+        try:
+            self.vectors.count(user_id, "entity")
+            self.graph.related(user_id, "", hops=1, limit=1)
+        except Exception:
+            return False
+        return True
+
+    def _apply(self, rows: Sequence[_Row]) -> list[_LeftOut]:
+        left_entities = self.sync_entities([op.ref_id for _, op in rows if op.kind is OpKind.ENTITY and op.ref_id])
         changes: dict[str, set[FactChange]] = {}
-        for op in ops:
+        for _, op in rows:
             if op.kind is OpKind.FACT and op.ref_id:
                 changes.setdefault(op.ref_id, set()).add(op.change or FactChange.SYNC)
-        self.sync_facts(changes)
+        left_facts = self.sync_facts(changes) if changes else {}
+        out: list[_LeftOut] = []
+        for row in rows:
+            why = (left_entities if row[1].kind is OpKind.ENTITY else left_facts).get(row[1].ref_id or "")
+            if why:
+                out.append((row, why))
+        return out
 
-    def sync_entities(self, ids: Sequence[str]) -> None:
-        """Make both indexes hold these entities as SQLite has them."""
+    def _quarantine(self, left_out: Sequence[_LeftOut], *, applied: Sequence[OutboxOp] = (),
+                    unreadable: Sequence[_Quarantined] = ()) -> None:
+        """Record rows that could not be applied (inside a transaction); rows applied fine leave the quarantine."""
+        if self.records.quarantine_size():
+            bad = {(op.kind.value, op.ref_id) for (_, op), _ in left_out}
+            self.records.release_quarantined(
+                [key for op in applied if op.ref_id and (key := (op.kind.value, op.ref_id)) not in bad])
+        rows = [*unreadable, *((seq, op.kind.value, op.user_id, op.ref_id or "", op.to_row()[3], why)
+                               for (seq, op), why in left_out)]
+        for _, op_name, user, ref, _, why in rows:
+            log.warning("index write %s %s of user %r quarantined: %s", op_name, ref, user, why)
+        if rows:
+            self.records.quarantine_outbox(rows)
+
+    def _dimension(self) -> int | None:
+        """The dimension of the embedder the stored vectors were made with (None: not recorded)."""
+        identity = self.records.get_meta("embedder") or ""
+        dim = identity.rpartition("|")[2]
+        return int(dim) if dim.isdigit() else None
+
+    def sync_entities(self, ids: Sequence[str]) -> dict[str, str]:
+        """Make both indexes hold these entities as SQLite has them.
+
+        Returns:
+            Entities whose vector could not be indexed (their node is), each with why.
+
+        """
         rows = self.records.entity_rows(list(dict.fromkeys(ids)))
         if not rows:
-            return
+            return {}
         self.graph.upsert_entities(EntityNode(e.id, e.user_id, e.name, e.entity_type) for e, _ in rows)
+        dimension = self._dimension()
+        left_out: dict[str, str] = {}
         by_user: dict[str, list[tuple[str, np.ndarray]]] = {}
         for e, v in rows:
+            why = unusable_vector(v, dimension)
+            if why:
+                left_out[e.id] = _vector_left_out(why)
+                continue
             by_user.setdefault(e.user_id, []).append((e.id, v))
         for user, items in by_user.items():
             self.vectors.upsert(user, "entity", [i for i, _ in items], np.stack([v for _, v in items]))
+        return left_out
 
-    def sync_facts(self, changes: Mapping[str, set[FactChange]]) -> None:
+    def sync_facts(self, changes: Mapping[str, set[FactChange]]) -> dict[str, str]:
         """Make Chroma and Kùzu hold each fact as SQLite has it now.
 
         The change only says which work can be skipped (a new fact was never in the
         history collection, a reinforced fact keeps its vector). Facts of a forgotten
-        user are gone from SQLite: skipped.
+        user are gone from SQLite: skipped. What cannot be indexed — a vector that is
+        not finite or not of the embedder's dimension, an edge to an entity that is not
+        stored — is left out, and the rest of the fact indexed.
+
+        Returns:
+            Facts left out (wholly or in part), each with why.
+
         """
         if not changes:
-            return
+            return {}
         stored = self.records.stored_facts(list(changes))
+        dimension = self._dimension()
+        owners = self.records.record_owners(
+            "entities", [i for s in stored.values() for i in (s.subject_id, s.object_id) if i])
         upserts: dict[tuple[str, str], list[tuple[str, np.ndarray]]] = {}
         deletes: dict[tuple[str, str], list[str]] = {}
         edges: list[FactEdge] = []
+        left_out: dict[str, str] = {}
         for fid, kinds in changes.items():
             s = stored.get(fid)
             if s is None:
@@ -240,10 +345,20 @@ class IndexSync:
             f = s.fact
             keep, drop = ("current", "history") if f.is_current else ("history", "current")
             if kinds != {FactChange.TOUCH}:
-                upserts.setdefault((f.user_id, keep), []).append((fid, s.embedding))
+                why = unusable_vector(s.embedding, dimension)
+                if why:
+                    left_out[fid] = _vector_left_out(why)
+                else:
+                    upserts.setdefault((f.user_id, keep), []).append((fid, s.embedding))
             if kinds & {FactChange.RETIRE, FactChange.SYNC}:
                 deletes.setdefault((f.user_id, drop), []).append(fid)
-            if s.object_id:
+            gone = [f"{role} entity {eid!r}" for role, eid in (("subject", s.subject_id), ("object", s.object_id))
+                    if eid and owners.get(eid) != f.user_id]
+            if gone:
+                left_out[fid] = "; ".join(filter(None, [left_out.get(fid), (
+                    f"its {' and '.join(gone)} is not stored for user {f.user_id!r}, so its graph edge is left "
+                    "out; import the user again from a corrected export, or forget it")]))
+            elif s.object_id:
                 edges.append(FactEdge(fid, f.user_id, s.subject_id, s.object_id, f.predicate,
                                       iso(f.valid_from), iso(f.valid_until), f.is_current))
         for (user, kind), ids in deletes.items():
@@ -252,18 +367,26 @@ class IndexSync:
             self.vectors.upsert(user, kind, [i for i, _ in items], np.stack([v for _, v in items]))
         if edges:
             self.graph.upsert_facts(edges)
+        return left_out
 
     # -- rebuilding ------------------------------------------------------------------
 
-    def rebuild(self, *, batch_size: int = 1000, before: Callable[[], None] | None = None) -> dict[str, int]:
+    def rebuild(self, *, batch_size: int = 1000, before: Callable[[], None] | None = None,
+                progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """Recreate the indexes (lexical, vectors, graph) from SQLite, with every writer and the indexer held off.
+
+        Records that can never be indexed (see :meth:`sync_facts`) are skipped and
+        quarantined with the reason, never allowed to stop the rebuild.
 
         Args:
             batch_size: rows read and indexed per batch.
             before: work to do first under the same locks (re-embedding the stored texts).
+            progress: called as ``progress(kind, done, total)`` after each batch
+                (``kind`` is ``"entities"`` or ``"facts"``).
 
         Returns:
-            Counts of facts and entities indexed, and of the lexical index's rows.
+            Counts of facts and entities indexed, of the lexical index's rows, and of
+            the records left out (``left_out``).
 
         """
         counts = {"facts": 0, "entities": 0}
@@ -275,14 +398,23 @@ class IndexSync:
                 counts["lexical"] = self.records.rebuild_lexical()
             self.vectors.reset()
             self.graph.reset()
-            for ids in self.records.iter_entity_ids(batch=batch_size):
-                self.sync_entities(ids)
-                counts["entities"] += len(ids)
-            for ids in self.records.iter_fact_ids(batch=batch_size):
-                self.sync_facts({i: {FactChange.ADD} for i in ids})
-                counts["facts"] += len(ids)
-            self.records.clear_outbox(2**62)  # everything queued is covered by the full sync
+            totals = self.records.table_counts()
+            left_out: list[_LeftOut] = []
+            for kind, table, op in (("entities", "entities", OutboxOp.entity),
+                                    ("facts", "facts", lambda u, i: OutboxOp.fact(u, i, FactChange.ADD))):
+                ids_iter = self.records.iter_entity_ids if kind == "entities" else self.records.iter_fact_ids
+                for ids in ids_iter(batch=batch_size):
+                    owners = self.records.record_owners(table, ids)
+                    left_out += self._apply_isolated([(None, op(owners[i], i)) for i in ids if i in owners])
+                    counts[kind] += len(ids)
+                    if progress is not None:
+                        progress(kind, counts[kind], totals[table])
+            with self.records.transaction():
+                self.records.clear_quarantine()  # what is left out now is all that stays quarantined
+                self._quarantine(left_out)
+                self.records.clear_outbox(2**62)  # everything queued is covered by the full sync
             self.records.set_meta("rebuild", "done")
+        counts["left_out"] = len(left_out)
         return counts
 
     def close(self) -> None:
@@ -292,3 +424,40 @@ class IndexSync:
                 self.drain()
             except ZepMemoryError:  # left in the outbox: replayed on the next open
                 log.warning("index writes left pending at close", exc_info=True)
+
+
+_Row = tuple[int | None, OutboxOp]        # (outbox seq, or None in a rebuild; the op)
+_LeftOut = tuple[_Row, str]               # a row that could not be applied, and why
+_Quarantined = tuple[int | None, str, str, str, dict[str, Any] | None, str]  # seq, op, user, ref, payload, why
+
+
+def unusable_vector(vector: np.ndarray, dimension: int | None) -> str | None:
+    """Why a stored vector cannot go into the vector index, or None when it can."""
+    if vector.ndim != 1 or (dimension is not None and vector.shape[0] != dimension):
+        return f"has {vector.size} dimensions, not the {dimension} of this memory's embedder"
+    if not np.isfinite(vector).all():
+        return "holds NaN or infinite values"
+    return None
+
+
+def _vector_left_out(why: str) -> str:
+    return (f"its stored vector {why}, so it is left out of the vector index; "
+            "`zep-memory rebuild --reembed` embeds the stored texts again")
+
+
+def _describe(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+
+
+def _parse_rows(rows: Sequence[tuple[int, str, str, str | None, dict | None]],
+                ) -> tuple[list[_Row], list[_Quarantined]]:
+    """Outbox rows as ops; a row this version cannot read is set aside at once, as it was stored."""
+    parsed: list[_Row] = []
+    unreadable: list[_Quarantined] = []
+    for seq, op, user, ref, payload in rows:
+        try:
+            parsed.append((seq, OutboxOp.from_row(op, user, ref, payload)))
+        except (ValueError, TypeError, AttributeError) as exc:
+            unreadable.append((seq, str(op), str(user), ref or f"outbox row {seq}", payload,
+                               f"this version of zep-memory cannot read the index write ({_describe(exc)})"))
+    return parsed, unreadable

@@ -202,6 +202,9 @@ def _stats_text(s: dict[str, Any]) -> str:
         f"Kùzu          {s['graph']['entities']} entity nodes, {s['graph']['facts']} FACT edges",
         f"pending       {s['pending_episodes']} episodes to extract, {s['pending_index_writes']} index writes",
     ]
+    if s.get("failed_episodes") or s.get("quarantined_index_writes"):
+        lines.append(f"set aside     {s['failed_episodes']} failed episodes, {s['quarantined_index_writes']} "
+                     "quarantined index writes (see `zep-memory doctor`)")
     if "user" in s:
         u = s["user"]
         lines.append(f"user {u['user_id']:8} {u['episodes']} episodes, {u['facts']['current']} current + "
@@ -219,14 +222,15 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         f"retried {report.retried} pending episodes: {report.completed} done, "
         f"{len(report.still_pending)} still pending\n"
         f"refreshed {report.entities_refreshed} entity summaries; replayed {report.index_writes_replayed} "
-        "index writes"))
+        "index writes" + (f"\n{len(report.failed)} episodes failed for good (see `zep-memory doctor`)"
+                          if report.failed else "")))
     return 1 if report.still_pending else 0
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
     """Recreate the indexes from SQLite."""
     try:
-        with open_memory(args) as memory:
+        with open_memory(args, on_missing_index="ignore") as memory:  # rebuilt once, here, not also on open
             counts = memory.rebuild(reembed=args.reembed)
     except ConfigError:
         if not args.reembed:
@@ -300,24 +304,43 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """Check that the three stores agree."""
-    with open_memory(args) as memory:
+    """Check that the three stores agree; report quarantined index writes and failed episodes.
+
+    The memory is opened with ``on_missing_index="ignore"``: the doctor reports a missing
+    index instead of rebuilding it on the way in. Failed episodes are listed but do not
+    change the exit code (the stores agree; their messages are kept).
+    """
+    with open_memory(args, on_missing_index="ignore") as memory:
         problems = memory.check_consistency(args.user)
         pending = len(memory.episode_ids(user_id=args.user, status="pending"))
+        failed = [memory.get_episode(i) for i in memory.episode_ids(user_id=args.user, status="failed")]
         data_dir = memory.data_dir
+    quarantined = problems.get("quarantined_index_writes", [])
+    disagree = {kind: ids for kind, ids in problems.items() if kind != "quarantined_index_writes"}
     repair = f"zep-memory rebuild --data {data_dir}"
     payload = {"ok": not problems, "problems": problems, "pending_episodes": pending,
-               "repair": repair if problems else None}
+               "failed_episodes": [{"episode_id": e.id, "user_id": e.user_id, "session_id": e.session_id,
+                                    "error": e.error} for e in failed],
+               "repair": repair if disagree else None}
 
     def text() -> str:
-        if not problems:
-            lines = ["ok: SQLite, Chroma and Kùzu agree"]
-        else:
-            lines = ["the stores disagree:"]
-            for kind, ids in sorted(problems.items()):
+        lines = [] if problems else ["ok: SQLite, Chroma and Kùzu agree"]
+        if disagree:
+            lines.append("the stores disagree:")
+            for kind, ids in sorted(disagree.items()):
                 more = f" … and {len(ids) - 3} more" if len(ids) > 3 else ""
                 lines.append(f"  {kind.replace('_', ' ')}: {len(ids)} ({', '.join(ids[:3])}{more})")
             lines.append(f"repair: {repair}   (recreates Chroma and Kùzu from SQLite, the system of record)")
+        if quarantined:
+            lines.append(f"quarantined index writes: {len(quarantined)} (set aside so they could not block the "
+                         "memory; SQLite keeps the records)")
+            lines += [f"  {item}" for item in quarantined[:5]]
+            lines += [f"  … and {len(quarantined) - 5} more"] if len(quarantined) > 5 else []
+        if failed:
+            lines.append(f"failed episodes: {len(failed)} (extraction gave up; the messages are kept and "
+                         "`maintain` no longer retries them; send them again once the cause is fixed)")
+            lines += [f"  {e.id} of {e.user_id}: {e.error}" for e in failed[:5]]
+            lines += [f"  … and {len(failed) - 5} more"] if len(failed) > 5 else []
         if pending:
             lines.append(f"note: {pending} episodes are pending extraction; `zep-memory maintain` retries them")
         return "\n".join(lines)

@@ -1,8 +1,14 @@
 """The three stores: SQLite (records), Chroma (vectors), Kùzu (graph), opened together.
 
 :func:`open_stores` is the one place that knows where each store lives and how a data
-folder is opened: it takes the folder lock, opens the record store, checks after a
-crash that Chroma's files will load, and opens the two derived indexes.
+folder is opened: it checks that the folder can be written, takes the folder lock,
+opens the record store, checks after a crash that Chroma's files will load, and opens
+the two derived indexes.
+
+A read-only data folder is refused with a :class:`~zep_core.StoreError` that says so,
+even for a memory that is only to be read: every open writes to the folder (the lock
+file, SQLite's write-ahead log and shared-memory files, Chroma's and Kùzu's own files),
+so there is no read-only open. Copy the folder somewhere writable to inspect it.
 :class:`zep_core.Memory` receives its stores from it — or from any function with the
 same signature (``Memory(config, stores=my_open_stores)``), so a server-grade vector
 or graph store plugs in without the domain code asking which backend it has.
@@ -10,7 +16,9 @@ or graph store plugs in without the domain code asking which backend it has.
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -89,7 +97,12 @@ def open_stores(config: MemoryConfig) -> Stores:
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise StoreError(f"cannot create the data folder {root}: the folder above it is read-only for this "
+                             f"process ({exc.strerror}); choose a data folder you can write to, or make that one "
+                             "writable") from exc
         raise StoreError(f"cannot create the data folder {root}: {exc}") from exc
+    _check_writable(root)
     lock = DataDirLock(root / ".zep.lock")
     lock.acquire()
     opened: list[object] = []
@@ -106,6 +119,26 @@ def open_stores(config: MemoryConfig) -> Stores:
         lock.release(clean=lock.unclean_since is None)  # a crash not yet recovered from stays one
         raise
     return Stores(records, vectors, graph, lock)
+
+
+#: What an open writes to, relative to the data folder (those that exist are checked).
+_WRITTEN = (".zep.lock", "zep.db", "zep.db-wal", "zep.db-shm", "chroma", "chroma/chroma.sqlite3", "graph", "graph.wal")
+
+
+def _check_writable(root: Path) -> None:
+    """Refuse a data folder this process cannot write to, naming what is read-only and what to do."""
+    if not os.access(root, os.R_OK | os.X_OK):
+        raise StoreError(f"the data folder {root} cannot be read by this process (permission denied); give this "
+                         "user read and write access to it (chmod/chown), or open another folder")
+    blocked = [name for name in _WRITTEN if (root / name).exists() and not os.access(root / name, os.W_OK)]
+    if not os.access(root, os.W_OK):
+        blocked.insert(0, "the folder itself")
+    if blocked:
+        raise StoreError(
+            f"the data folder {root} is read-only for this process (not writable: {', '.join(blocked)}). "
+            "zep-memory writes to its data folder even to read (the folder lock, SQLite's write-ahead log, "
+            "the indexes' files), so it cannot open a read-only one: make it writable for this user "
+            "(chmod/chown, or mount it read-write), or copy the folder somewhere writable and open the copy")
 
 
 def _check_chroma_files(records: RecordStore, root: Path, since: float) -> None:

@@ -202,6 +202,24 @@ class RecordStore:
         return [r[0] for r in self._rows(
             f"SELECT id FROM episodes {where} ORDER BY created_at, rowid LIMIT ?", [*params, limit])]
 
+    def episode_attempts(self, episode_id: str) -> int:
+        """How many extraction attempts an episode has had (0 when unknown)."""
+        rows = self._rows("SELECT attempts FROM episodes WHERE id = ?", [episode_id])
+        return int(rows[0][0]) if rows else 0
+
+    def mark_episode_failed(self, episode_id: str, reason: str) -> None:
+        """Give up on a pending episode: status ``failed`` with the reason; its messages stay."""
+        self._exec("UPDATE episodes SET status = 'failed', error = ? WHERE id = ? AND status = 'pending'",
+                   [reason, episode_id])
+
+    def failed_episodes(self, user_id: str | None = None, *, limit: int = 1_000_000,
+                        ) -> list[tuple[str, str, str | None, int]]:
+        """``(episode_id, user_id, error, attempts)`` of the failed episodes, oldest first."""
+        where, params = ("AND user_id = ?", [user_id]) if user_id is not None else ("", [])
+        rows = self._rows(f"SELECT id, user_id, error, attempts FROM episodes WHERE status = 'failed' {where} "
+                          "ORDER BY created_at, rowid LIMIT ?", [*params, limit])
+        return [(r[0], r[1], r[2], int(r[3])) for r in rows]
+
     # -- facts ------------------------------------------------------------------
 
     def write_facts(self, facts: Iterable[StoredFact]) -> None:
@@ -550,6 +568,70 @@ class RecordStore:
     def outbox_size(self) -> int:
         """How many index writes are pending."""
         return self._rows("SELECT count(*) FROM outbox")[0][0]
+
+    def quarantine_outbox(self, rows: Iterable[tuple[int | None, str, str, str, dict | None, str]]) -> None:
+        """Set aside index writes ``(seq, op, user_id, ref_id, payload, error)`` that could not be applied.
+
+        One row per op and ref: quarantining it again replaces the reason (inside :meth:`transaction`).
+        """
+        self._many(
+            "INSERT INTO outbox_quarantine(seq, op, user_id, ref_id, payload, error) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(op, ref_id) DO UPDATE SET seq = excluded.seq, user_id = excluded.user_id, "
+            "payload = excluded.payload, error = excluded.error, quarantined_at = excluded.quarantined_at",
+            [(seq, op, u, ref, json.dumps(p) if p is not None else None, error) for seq, op, u, ref, p, error in rows])
+
+    def release_quarantined(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Take ``(op, ref_id)`` out of the quarantine (they were applied since)."""
+        self._many("DELETE FROM outbox_quarantine WHERE op = ? AND ref_id = ?", keys)
+
+    def clear_quarantine(self, user_id: str | None = None) -> None:
+        """Empty the quarantine, or one user's part of it."""
+        if user_id is None:
+            self._exec("DELETE FROM outbox_quarantine")
+        else:
+            self._exec("DELETE FROM outbox_quarantine WHERE user_id = ?", [user_id])
+
+    def quarantine_size(self, user_id: str | None = None) -> int:
+        """How many index writes are quarantined (of one user, if given)."""
+        if user_id is None:
+            return self._rows("SELECT count(*) FROM outbox_quarantine")[0][0]
+        return self._rows("SELECT count(*) FROM outbox_quarantine WHERE user_id = ?", [user_id])[0][0]
+
+    def quarantined(self, user_id: str | None = None, *, limit: int = 1_000_000) -> list[dict[str, Any]]:
+        """The quarantined index writes, oldest first, as dicts of ``op, user_id, ref_id, error, quarantined_at``."""
+        where, params = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
+        rows = self._rows(f"SELECT op, user_id, ref_id, error, quarantined_at FROM outbox_quarantine {where} "
+                          "ORDER BY quarantined_at, rowid LIMIT ?", [*params, limit])
+        return [dict(zip(("op", "user_id", "ref_id", "error", "quarantined_at"), r)) for r in rows]
+
+    def record_owners(self, table: str, ids: Sequence[str]) -> dict[str, str]:
+        """The user each stored fact or entity id belongs to (ids not stored are absent)."""
+        if table not in ("facts", "entities"):
+            raise ValueError(table)
+        return dict(self._rows_in(f"SELECT id, user_id FROM {table} WHERE id IN ({{ids}})", ids))
+
+    def indexed_entity_sample(self, scan: int = 50) -> tuple[str, str] | None:
+        """``(user_id, entity_id)`` of the oldest entity both indexes must already hold, if any.
+
+        Entities with an index write still queued or quarantined are passed over; None when
+        there are no entities, or the oldest ``scan`` ones are all still queued.
+        """
+        rows = self._rows("SELECT id, user_id FROM entities ORDER BY rowid LIMIT ?", [scan])
+        return self._first_applied("entity", rows)
+
+    def indexed_edge_sample(self, scan: int = 50) -> tuple[str, str] | None:
+        """``(user_id, subject_id)`` of the oldest fact between two entities that the graph must already hold."""
+        rows = self._rows("SELECT id, user_id, subject_id FROM facts WHERE object_id IS NOT NULL "
+                          "AND object_id <> subject_id ORDER BY rowid LIMIT ?", [scan])
+        found = self._first_applied("fact", [(r[0], r[1], r[2]) for r in rows])
+        return None if found is None else (found[0], found[2])
+
+    def _first_applied(self, op: str, rows: Sequence[tuple]) -> tuple | None:
+        """``(user_id, id, *rest)`` of the first row ``(id, user_id, *rest)`` with no queued or quarantined ``op``."""
+        ids = [r[0] for r in rows]
+        waiting = {r[0] for table in ("outbox", "outbox_quarantine") for r in self._rows_in(
+            f"SELECT ref_id FROM {table} WHERE op = ? AND ref_id IN ({{ids}})", ids, [op])}
+        return next(((r[1], r[0], *r[2:]) for r in rows if r[0] not in waiting), None)
 
     # -- chat sessions (adapters' history) ----------------------------------------
 

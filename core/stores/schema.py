@@ -22,6 +22,8 @@ __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "StoredFact", "blob", "en
 
 #: Bumped whenever a table changes; a folder from a newer version is refused, an older
 #: one is migrated on open. 2: the lexical index ``facts_fts`` (:mod:`zep_core.stores.fts`).
+#: Tables that older versions simply never read (``outbox_quarantine``) and new values of
+#: ``episodes.status`` (``failed``) need no bump: an older version opens the folder as before.
 SCHEMA_VERSION = 2
 
 SCHEMA = """
@@ -63,6 +65,11 @@ CREATE INDEX IF NOT EXISTS aliases_entity ON aliases(entity_id);
 CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, op TEXT NOT NULL, user_id TEXT NOT NULL,
     ref_id TEXT, payload TEXT);
+CREATE TABLE IF NOT EXISTS outbox_quarantine (
+    op TEXT NOT NULL, user_id TEXT NOT NULL, ref_id TEXT NOT NULL, payload TEXT, error TEXT NOT NULL,
+    seq INTEGER, quarantined_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    PRIMARY KEY (op, ref_id));
+CREATE INDEX IF NOT EXISTS outbox_quarantine_user ON outbox_quarantine(user_id);
 CREATE TABLE IF NOT EXISTS session_messages (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL,
     session_id TEXT NOT NULL, role TEXT NOT NULL, name TEXT, content TEXT NOT NULL,
