@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from . import cypher as _cypher
 from . import transfer
 from .config import MemoryConfig
-from .errors import NotFoundError, ZepMemoryError
+from .errors import NotFoundError, ValidationError, ZepMemoryError
 from .ingest import Ingestor
 from .maintenance import Maintenance, MaintenanceReport
 from .models import Entity, Episode, Fact, IngestResult, Message, to_utc
@@ -37,10 +37,13 @@ from .stores import StoreOpener, open_stores
 from .stores.graph import SCHEMA as GRAPH_SCHEMA
 from .stores.sandbox import CypherSandbox, SandboxLimits
 from .sync import IndexSync, OutboxOp
-from .validation import check_id, check_limit
+from .validation import check_flag, check_id, check_limit
 from .workers import Workers
 
 __all__ = ["MaintenanceReport", "Memory"]
+
+#: What ``Episode.status`` can be: stored and extraction to come, extracted, or given up on.
+EPISODE_STATUSES = ("pending", "done", "failed")
 
 
 class Memory:
@@ -158,7 +161,9 @@ class Memory:
 
         """
         self._check_open()
-        _check_ids(session_id=session_id, user_id=user_id, episode_id=episode_id)
+        _check_ids(session_id=session_id, user_id=user_id)
+        if episode_id is not None:
+            check_id(episode_id, "episode_id")
         return self._ingest.conversation_end(session_id, messages, user_id=user_id, episode_id=episode_id)
 
     # -- queries ----------------------------------------------------------------------
@@ -195,7 +200,7 @@ class Memory:
                       speaker: str | None = None) -> str:
         """A prompt-ready string: the GetContext facts with dates, and entity summaries."""
         query = self._query(input, user_id, limit=limit, as_of=as_of, speaker=speaker)
-        return self._retrieval.context_block(query, max_entities=max_entities)
+        return self._retrieval.context_block(query, max_entities=check_limit(max_entities, "max_entities", minimum=0))
 
     def _query(self, input: Any, user_id: str, **options: Any) -> ContextQuery:
         self._require_user(user_id)
@@ -271,9 +276,12 @@ class Memory:
         return episode
 
     def episode_ids(self, *, user_id: str | None = None, status: str | None = None) -> list[str]:
-        """Ids of the stored episodes, oldest first; of one user, or one status (``pending``, ``done``)."""
+        """Ids of the stored episodes, oldest first; of one user, or one status (``pending``, ``done``, ``failed``)."""
         if user_id is not None:
             check_id(user_id, "user_id")
+        if status is not None and status not in EPISODE_STATUSES:
+            raise ValidationError(f"status must be one of {', '.join(EPISODE_STATUSES)} (or None for all), "
+                                  f"got {status!r}")
         return self._stores.records.episode_ids(user_id=user_id, status=status)
 
     def facts(self, user_id: str) -> list[Fact]:
@@ -296,6 +304,7 @@ class Memory:
 
         """
         self._check_open()
+        check_flag(embeddings, "embeddings")
         if not self.has_user(user_id):
             raise NotFoundError(f"unknown user {user_id!r}: nothing is stored for it in {self.data_dir}")
         return transfer.export_records(self._stores.records, self.embedder, user_id, embeddings=embeddings)
@@ -308,10 +317,15 @@ class Memory:
                     user_id: str | None = None) -> transfer.ImportReport:
         """Write an export back as it was, without re-extraction (see :func:`zep_core.transfer.import_records`)."""
         self._check_open()
+        check_flag(replace, "replace")
+        if isinstance(lines, (str, bytes)) or not isinstance(lines, Iterable):
+            raise ValidationError(f"lines must be an open file or an iterable of JSON lines, got "
+                                  f"{type(lines).__name__}" + (" (split a whole export with .splitlines())"
+                                                               if isinstance(lines, (str, bytes)) else ""))
         if user_id is not None:
             check_id(user_id, "user_id")
         return transfer.import_records(self._stores.records, self._sync, self.embedder, lines, replace=replace,
-                                       user_id=user_id, data_dir=self.data_dir)
+                                       user_id=user_id, data_dir=self.data_dir, config=self.config)
 
     # -- chat sessions (used by the adapters: zep_core.sessions) ------------------------------
 
@@ -322,7 +336,8 @@ class Memory:
 
     def get_messages(self, session_id: str, *, user_id: str = "default", limit: int | None = None) -> list[Message]:
         """A session's stored chat turns, oldest first (the last ``limit`` if given)."""
-        return self._sessions.messages(*_check_ids(session_id=session_id, user_id=user_id), limit=limit)
+        checked = _check_ids(session_id=session_id, user_id=user_id)
+        return self._sessions.messages(*checked, limit=None if limit is None else check_limit(limit, maximum=2**62))
 
     def unended_count(self, session_id: str, *, user_id: str = "default") -> int:
         """How many turns of a session have not yet gone through ``conversation_end``."""
@@ -353,6 +368,9 @@ class Memory:
         self._check_open()
         if user_id is not None:
             check_id(user_id, "user_id")
+        if max_age is not None and (not isinstance(max_age, timedelta) or max_age < timedelta(0)):
+            raise ValidationError(f"max_age must be a timedelta >= 0 (or None for the config's "
+                                  f"entity_refresh_interval), got {max_age!r}")
         return self._maintenance.refresh_entities(user_id=user_id, max_age=max_age,
                                                   batch_size=check_limit(batch_size, "batch_size", maximum=1_000_000))
 
@@ -394,6 +412,7 @@ class Memory:
 
         """
         self._check_open()
+        check_flag(reembed, "reembed")
         batch_size = check_limit(batch_size, "batch_size", maximum=1_000_000)
         return self._maintenance.rebuild(reembed=reembed, batch_size=batch_size)
 
@@ -405,6 +424,8 @@ class Memory:
 
         """
         self._check_open()
+        if user_id is not None:
+            check_id(user_id, "user_id")
         return self._maintenance.check_consistency([user_id] if user_id else self.users(), user_id)
 
     def stats(self, user_id: str | None = None) -> dict[str, Any]:
@@ -420,5 +441,5 @@ class Memory:
 
 
 def _check_ids(**ids: str | None) -> tuple[str, ...]:
-    """Check each given id (None means not given) and return them in order."""
-    return tuple(check_id(value, name) for name, value in ids.items() if value is not None)
+    """Check each given id and return them in order."""
+    return tuple(check_id(value, name) for name, value in ids.items())

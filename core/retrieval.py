@@ -77,21 +77,26 @@ class ContextQuery:
 
         """
         check_text(text, "input", allow_empty=True)  # the same check as conversation_end's messages
-        if not text.strip():
-            return cls(text, user_id, config.scoring)  # nothing to look for: no facts
         if len(text) > config.max_message_chars:
             raise ValidationError(f"input has {len(text)} characters, over max_message_chars")
-        if threshold is not None and not (isinstance(threshold, (int, float)) and 0 <= threshold <= 1):
+        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                      or not 0 <= threshold <= 1):
             raise ValidationError(f"threshold must be a number in [0, 1], got {threshold!r}")
+        if require_both is not None and not isinstance(require_both, bool):
+            raise ValidationError(f"require_both must be True or False, got {require_both!r}")
+        if speaker is not None:  # checked whether or not the input says "I": a bad value is never ignored
+            speaker = check_text(speaker, "speaker")
         changes: dict[str, Any] = {}
         if threshold is not None:
             changes["semantic_threshold"] = float(threshold)
         if limit is not None:
             changes["context_limit"] = check_limit(limit)
         if require_both is not None:
-            changes["require_both"] = bool(require_both)
+            changes["require_both"] = require_both
         when = to_utc(as_of, "as_of", strict=config.strict_timezones) if as_of is not None else None
-        asker = check_text(speaker or config.default_speaker, "speaker") if mentions_first_person(text) else None
+        if not text.strip():
+            return cls(text, user_id, config.scoring)  # nothing to look for: no facts
+        asker = (speaker or check_text(config.default_speaker, "speaker")) if mentions_first_person(text) else None
         return cls(text, user_id, replace(config.scoring, **changes) if changes else config.scoring, when, asker)
 
 

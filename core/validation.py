@@ -12,7 +12,7 @@ from typing import Any
 
 from .errors import ValidationError
 
-__all__ = ["MAX_ID_CHARS", "MAX_LIMIT", "check_id", "check_limit", "check_text"]
+__all__ = ["MAX_ID_CHARS", "MAX_LIMIT", "check_flag", "check_id", "check_limit", "check_text"]
 
 MAX_ID_CHARS = 256
 #: The largest ``limit`` a query takes: a bound the stores can serve (Chroma fails far above it).
@@ -55,19 +55,33 @@ def check_id(value: Any, what: str) -> str:
     return check_text(value, what)
 
 
-def check_limit(value: Any, what: str = "limit", *, maximum: int = MAX_LIMIT) -> int:
-    """Return ``value`` as an int if it is a whole number in ``1..maximum``.
+def check_limit(value: Any, what: str = "limit", *, maximum: int = MAX_LIMIT, minimum: int = 1) -> int:
+    """Return ``value`` as an int if it is a whole number in ``minimum..maximum``.
 
     Raises:
-        ValidationError: a float, a string, a bool-like oddity, or a number out of range.
+        ValidationError: a float, a string, a bool, or a number out of range.
 
     """
     try:
+        if isinstance(value, bool):
+            raise TypeError
         limit = operator.index(value)
     except TypeError:
-        raise ValidationError(f"{what} must be an integer >= 1, got {value!r}") from None
-    if limit < 1:
-        raise ValidationError(f"{what} must be >= 1, got {limit}")
+        raise ValidationError(f"{what} must be an integer >= {minimum}, got {value!r}") from None
+    if limit < minimum:
+        raise ValidationError(f"{what} must be >= {minimum}, got {limit}")
     if limit > maximum:
         raise ValidationError(f"{what} must be at most {maximum}, got {limit}")
     return limit
+
+
+def check_flag(value: Any, what: str) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (``"no"`` is truthy: refused, not guessed).
+
+    Raises:
+        ValidationError: anything else.
+
+    """
+    if not isinstance(value, bool):
+        raise ValidationError(f"{what} must be True or False, got {value!r}")
+    return value

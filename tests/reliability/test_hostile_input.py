@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from zep_core import (
+    ConfigError,
     InvariantError,
     Memory,
     MemoryConfig,
@@ -284,6 +285,51 @@ CASES: list[Case] = [
     Case("episode by a path", lambda env: env.memory.get_episode("../../etc/passwd"), NotFoundError, "no episode"),
     Case("refresh for an injection user id", lambda env: env.memory.refresh_entities(user_id="' OR 1=1 --"),
          safe=lambda env, r: r == 0),
+    # -- arguments of every public method ------------------------------------------------------
+    Case("context speaker not a string", ctx(speaker=5), ValidationError, "speaker"),
+    Case("context speaker not a string, empty input", ctx(input="", speaker=5), ValidationError, "speaker"),
+    Case("context require_both a string", ctx(require_both="no"), ValidationError, "require_both"),
+    Case("context threshold a bool", ctx(threshold=True), ValidationError, "threshold"),
+    Case("context limit a bool", ctx(limit=True), ValidationError, "limit"),
+    Case("context block max_entities a string", lambda env: env.memory.context_block(
+        "Where does Mal live?", user_id=ACTOR, max_entities="5"), ValidationError, "max_entities"),
+    Case("chat history limit negative", lambda env: env.memory.get_messages("s-hostile", user_id=ACTOR, limit=-1),
+         ValidationError, "limit"),
+    Case("chat history limit a string", lambda env: env.memory.get_messages("s-hostile", user_id=ACTOR, limit="9"),
+         ValidationError, "limit"),
+    Case("end a session named None", lambda env: env.memory.end_session(None, user_id=ACTOR), ValidationError,
+         "session_id"),
+    Case("episodes of an unknown status", lambda env: env.memory.episode_ids(status="' OR 1=1 --"),
+         ValidationError, "status"),
+    Case("consistency of a user that is a number", lambda env: env.memory.check_consistency(5), ValidationError,
+         "user_id"),
+    Case("refresh with a negative age", lambda env: env.memory.refresh_entities(max_age=timedelta(days=-1)),
+         ValidationError, "max_age"),
+    Case("refresh with an age in seconds", lambda env: env.memory.refresh_entities(max_age=3600), ValidationError,
+         "timedelta"),
+    Case("rebuild in batches of 0", lambda env: env.memory.rebuild(batch_size=0), ValidationError, "batch_size"),
+    Case("rebuild reembed a string", lambda env: env.memory.rebuild(reembed="no"), ValidationError, "reembed"),
+    Case("export embeddings a string", lambda env: env.memory.export_records(ACTOR, embeddings="no"),
+         ValidationError, "embeddings"),
+    Case("import of None", lambda env: env.memory.import_user(None), ValidationError, "lines"),
+    Case("import of one whole string", lambda env: env.memory.import_user('{"type": "zep-memory-export"}'),
+         ValidationError, "splitlines"),
+    Case("import replace a string", lambda env: env.memory.import_user([], replace="yes"), ValidationError,
+         "replace"),
+    Case("open with an unknown option", lambda env: Memory.open(env.memory.data_dir, unknown_option=1),
+         ConfigError, "unknown_option"),
+    Case("open with an unknown missing-index policy", lambda env: Memory.open(env.memory.data_dir,
+                                                                              on_missing_index="repair"),
+         ConfigError, "on_missing_index"),
+    Case("open with zero extraction attempts", lambda env: Memory.open(env.memory.data_dir,
+                                                                       max_extraction_attempts=0),
+         ConfigError, "max_extraction_attempts"),
+    Case("open with extraction attempts a bool", lambda env: Memory.open(env.memory.data_dir,
+                                                                         max_extraction_attempts=True),
+         ConfigError, "max_extraction_attempts"),
+    Case("open with a cypher timeout of NaN", lambda env: Memory.open(env.memory.data_dir,
+                                                                      cypher_timeout_s=float("nan")),
+         ConfigError, "cypher_timeout_s"),
     # -- Cypher ----------------------------------------------------------------------------------
     Case("cypher CREATE", cypher("CREATE (n:Entity {id: 'x'})"), QueryError, "read-only"),
     Case("cypher write hidden after a block comment", cypher("MATCH (e:Entity) /* hi */ DETACH DELETE e"),
@@ -357,6 +403,28 @@ CASES: list[Case] = [
     Case("cypher without a graph pattern", cypher("UNWIND [1, 2] AS x RETURN x"),
          safe=lambda env, r: [row["x"] for row in r] == [1, 2]),
     Case("cypher syntax error", cypher("MATCH (e:Entity RETURN"), QueryError, "failed"),
+    Case("cypher ATTACH of the graph index", lambda env: env.memory.cypher(
+        f"ATTACH '{env.memory.data_dir / 'graph'}' AS g (dbtype kuzu)", user_id=ACTOR), QueryError, "read-only"),
+    Case("cypher LOAD FROM the record store", lambda env: env.memory.cypher(
+        f"LOAD FROM '{env.memory.data_dir / 'zep.db'}' (file_format='csv') RETURN *", user_id=ACTOR),
+         QueryError, "read-only"),
+    Case("cypher COPY TO a file", lambda env: env.memory.cypher(
+        f"COPY (MATCH (n) RETURN n.name) TO '{env.base / 'out.csv'}'", user_id=ACTOR), QueryError, "read-only"),
+    Case("cypher EXPORT DATABASE", lambda env: env.memory.cypher(
+        f"EXPORT DATABASE '{env.base / 'dump'}'", user_id=ACTOR), QueryError, "read-only"),
+    Case("cypher USE another database", cypher("USE g MATCH (n) RETURN n"), QueryError, "read-only"),
+    Case("cypher INSTALL an extension", cypher("INSTALL httpfs"), QueryError, "read-only"),
+    Case("cypher the bystander's id as a literal", lambda env: env.memory.cypher(
+        f"MATCH ()-[r]->() WHERE r.fact_id = '{env.bystander_fact}' RETURN r", user_id=ACTOR),
+         safe=lambda env, r: r == []),
+    Case("cypher another tenant named in WITH", cypher(
+        "WITH 'bystander' AS u MATCH (e:Entity) WHERE e.user_id = u RETURN e.name"), safe=lambda env, r: r == []),
+    Case("cypher not-equal to oneself", cypher("MATCH (n) WHERE n.user_id <> 'mallory' RETURN n.name"),
+         safe=lambda env, r: r == []),
+    Case("cypher every path's nodes", cypher("MATCH p = (a)-[*1..3]-(b) RETURN nodes(p), rels(p)"),
+         safe=own_rows_only),
+    Case("cypher collect over everything", cypher("MATCH (n) RETURN collect(n.user_id) AS u, count(*) AS c"),
+         safe=own_rows_only),
 ]
 
 
@@ -424,5 +492,5 @@ def test_hostile_input_gets_a_clear_error_or_a_safe_result(env, case):
     assert memory.check_consistency() == {}
 
 
-def test_the_corpus_has_at_least_sixty_cases():
-    assert len(CASES) >= 60 and len({c.id for c in CASES}) == len(CASES)
+def test_the_corpus_has_at_least_150_cases():
+    assert len(CASES) >= 150 and len({c.id for c in CASES}) == len(CASES)

@@ -16,7 +16,8 @@ from zep_core.stores import Stores, open_stores
 from zep_core.stores.base import GraphIndex, VectorIndex
 
 VECTOR_METHODS = ("upsert", "delete", "query", "ids", "count", "drop_user", "reset", "close")
-GRAPH_METHODS = ("upsert_entities", "upsert_facts", "delete_facts", "neighbours", "related", "snapshot", "drop_user", "reset", "close")
+GRAPH_METHODS = ("upsert_entities", "upsert_facts", "delete_facts", "neighbours", "related", "snapshot", "drop_user",
+                 "reset", "close")
 
 
 class ProtocolOnly:
