@@ -14,10 +14,18 @@ The process limits its own address space (``RLIMIT_AS``), so a query that tries 
 materialise a huge list fails with an error here instead of taking the machine's
 memory or crashing the application; its parent kills it when a query outruns the time
 limit. The tenant graphs are kept least recently used first, up to a count.
+
+Before it reads a request, the process confines itself with Landlock (Linux 5.13 and
+later, unprivileged): from then on it can open no file but the load files in its work
+folder, write none, and open no network connection. So a query that reaches for the
+data folder (``ATTACH`` of the graph index, ``LOAD FROM`` the SQLite file, ``COPY TO``,
+``EXPORT DATABASE``) finds nothing there to read, whatever the parent's query check let
+through. The ready reply says whether that worked (``confined``: the Landlock ABI, or 0).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 import struct
@@ -101,6 +109,54 @@ class _Graphs:
                 pass
 
 
+# Landlock (linux/landlock.h): the syscall numbers are the same on every architecture.
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
+_CREATE_RULESET_VERSION, _RULE_PATH_BENEATH, _PR_SET_NO_NEW_PRIVS = 1, 1, 38
+_FS_READ_FILE, _FS_READ_DIR = 1 << 2, 1 << 3
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _confine(readable: str) -> tuple[int, str]:
+    """Allow this process to read files under ``readable`` and nothing else; return (ABI, why not)."""
+    if not sys.platform.startswith("linux"):
+        return 0, "Landlock is Linux-only"
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        abi = libc.syscall(_CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION)
+        if abi < 1:
+            return 0, f"this kernel has no Landlock ({os.strerror(ctypes.get_errno())})"
+        fs = (1 << 13) - 1 | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0) | (1 << 15 if abi >= 5 else 0)
+        attr = _RulesetAttr(fs, 0b11 if abi >= 4 else 0, 0b11 if abi >= 6 else 0)  # TCP bind+connect; sockets+signals
+        size = 8 if abi < 4 else 16 if abi < 6 else 24
+        ruleset = libc.syscall(_CREATE_RULESET, ctypes.byref(attr), size, 0)
+        if ruleset < 0:
+            return 0, f"Landlock refused the ruleset ({os.strerror(ctypes.get_errno())})"
+        try:
+            folder = os.open(readable, os.O_PATH | os.O_DIRECTORY)
+            try:
+                rule = _PathBeneathAttr(_FS_READ_FILE | _FS_READ_DIR, folder)
+                if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0) != 0:
+                    return 0, f"Landlock refused the rule ({os.strerror(ctypes.get_errno())})"
+            finally:
+                os.close(folder)
+            if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.syscall(_RESTRICT_SELF, ruleset, 0) != 0:
+                return 0, f"Landlock could not be applied ({os.strerror(ctypes.get_errno())})"
+        finally:
+            os.close(ruleset)
+    except (OSError, AttributeError) as exc:
+        return 0, f"Landlock is not available ({exc})"
+    return abi, ""
+
+
 def _is_memory(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or "bad_alloc" in str(exc) or "Buffer manager" in str(exc)
 
@@ -117,7 +173,7 @@ def _answer(graphs: _Graphs, request: dict) -> dict:
 
 
 def main() -> None:
-    memory_mb, keep = int(sys.argv[1]), int(sys.argv[2])
+    memory_mb, keep, work_dir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     try:
         import resource
 
@@ -125,12 +181,17 @@ def main() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (ImportError, ValueError, OSError):  # not on this platform: the time limit still holds
         pass
+    import datetime  # noqa: F401 - what Kùzu turns values into, imported before the files are shut
+    import decimal  # noqa: F401
+    import uuid  # noqa: F401
+
     import kuzu
 
+    confined, why = _confine(work_dir)
     graphs = _Graphs(kuzu, keep)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but replies goes to the parent's pipe
-    _write(stdout, {"ready": True})
+    _write(stdout, {"ready": True, "confined": confined, "why": why})
     while True:
         request = _read(stdin)
         if request is None or request.get("op") == "exit":

@@ -105,6 +105,9 @@ class CypherSandbox:
         self.limits = limits or SandboxLimits()
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
+        #: The Landlock ABI the sandbox process confined itself with (0: it could not; None: not started).
+        self.confined: int | None = None
+        self._warned = False
 
     def query(self, user_id: str, version: int, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The rows of ``query`` over ``user_id``'s graph as of ``version``.
@@ -190,10 +193,12 @@ class CypherSandbox:
             return self._proc
         self._proc = None
         try:
+            self._clear_work_dir()
             proc = subprocess.Popen(
-                [sys.executable, str(_CHILD), str(self.limits.memory_mb), str(self.limits.tenants)],
+                [sys.executable, str(_CHILD), str(self.limits.memory_mb), str(self.limits.tenants),
+                 str(self.work_dir)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                cwd=str(self.work_dir.parent), close_fds=True)
+                cwd=str(self.work_dir), close_fds=True)
         except OSError as exc:
             raise QueryError(f"could not start the Cypher sandbox process: {exc}") from None
         self._proc = proc
@@ -205,7 +210,21 @@ class CypherSandbox:
         if not ready.get("ready"):
             self._stop()
             raise QueryError("the Cypher sandbox process did not start")
+        self.confined = int(ready.get("confined") or 0)
+        if not self.confined and not self._warned:
+            self._warned = True
+            log.warning("the Cypher sandbox could not confine itself to its work folder: %s. Tenant graphs are "
+                        "still built one tenant at a time, but a query that names a file is stopped only by the "
+                        "query check (run on Linux 5.13 or later with Landlock enabled to close that route)",
+                        ready.get("why") or "unknown reason")
         return proc
+
+    def _clear_work_dir(self) -> None:
+        """Remove load files a killed process left behind: the next sandbox may read its work folder."""
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        for leftover in self.work_dir.iterdir():
+            if leftover.is_file():
+                leftover.unlink(missing_ok=True)
 
     def _receive(self, proc: subprocess.Popen, deadline: float) -> dict:
         head = _read_exact(proc, _HEADER.size, deadline)

@@ -237,3 +237,57 @@ def test_memory_open_checks_the_cypher_limits(tmp_path):
                 {"cypher_memory_mb": 10}, {"cypher_cache_tenants": "4"}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
             Memory.open(tmp_path / "data", **bad)
+
+
+# -- the sandbox process itself: nothing outside its work folder is reachable ----------------
+
+def _sandbox_of(memory: Memory):
+    """The memory's sandbox, started (the query check is *not* in front of it from here on)."""
+    memory.cypher("MATCH (n) RETURN count(n)", user_id=MAL)
+    sandbox = memory._sandbox
+    if not sandbox.confined:
+        pytest.skip("this kernel has no Landlock (Linux >= 5.13 with the landlock LSM): the sandbox cannot "
+                    "confine itself here, and says so in a warning")
+    return sandbox
+
+
+def _raw(memory: Memory, sandbox, query: str):
+    return sandbox.query(MAL, memory._sync.version(MAL), query, {})
+
+
+def test_the_sandbox_cannot_read_another_graph_even_past_the_query_check(tmp_path, make_memory, embedder):
+    """ATTACH of a graph database with every tenant in it: the check refuses the word, and
+    below the check the process cannot open the files (a checkpointed copy, WAL empty)."""
+    other = Memory(MemoryConfig(data_dir=tmp_path / "victim", embedder=embedder))
+    _fill(other, with_alice=True)
+    other.close()  # checkpointed: ATTACH would work on it if the files could be opened
+    memory = _fill(make_memory(), with_alice=False)
+    with pytest.raises(QueryError, match="read-only"):
+        memory.cypher(f"ATTACH '{tmp_path / 'victim' / 'graph'}' AS g (dbtype kuzu)", user_id=MAL)
+    sandbox = _sandbox_of(memory)
+    for query in (f"ATTACH '{tmp_path / 'victim' / 'graph'}' AS g (dbtype kuzu)",
+                  f"LOAD FROM '{tmp_path / 'victim' / 'zep.db'}' (file_format='csv', header=false) RETURN *",
+                  f"LOAD FROM '{memory.data_dir / 'zep.db'}' (file_format='csv', header=false) RETURN *"):
+        with pytest.raises(QueryError, match="(?i)permission denied|cannot open") as caught:
+            _raw(memory, sandbox, query)
+        assert not leaks(str(caught.value))
+
+
+def test_the_sandbox_cannot_write_files_even_past_the_query_check(tmp_path, make_memory):
+    memory = _fill(make_memory(), with_alice=True)
+    sandbox = _sandbox_of(memory)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    for query in (f"COPY (MATCH (n) RETURN n.name) TO '{tmp_path / 'out.csv'}'",
+                  f"EXPORT DATABASE '{tmp_path / 'dump'}'"):
+        with pytest.raises(QueryError):
+            _raw(memory, sandbox, query)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_load_files_a_killed_process_left_are_removed_before_a_sandbox_starts(make_memory):
+    memory = _fill(make_memory(), with_alice=True)
+    work = memory.data_dir / "cypher"
+    work.mkdir(exist_ok=True)
+    (work / "left.entities.csv").write_text("a1,alice,Alice,person\n")  # what a crash mid-load leaves
+    memory.cypher("MATCH (n) RETURN count(n)", user_id=MAL)
+    assert not (work / "left.entities.csv").exists()
