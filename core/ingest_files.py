@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -94,19 +95,35 @@ def parse_text(text: str, name: str = "<input>") -> Any:
     if not text.strip():
         raise ValidationError(f"{name} is empty; expected JSON or JSONL conversations")
     try:
-        return json.loads(text)
+        return _loads(text, name)
     except json.JSONDecodeError as whole:
         rows: list[Any] = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
+                rows.append(_loads(line, f"{name} line {number}"))
             except json.JSONDecodeError as exc:
                 if not rows:  # not JSONL either: report the JSON error
                     raise ValidationError(f"{name} is neither JSON nor JSONL: {whole}") from None
                 raise ValidationError(f"{name} line {number} is not valid JSON: {exc}") from None
         return rows
+
+
+def _loads(text: str, where: str) -> Any:
+    """``json.loads``, with input too deep or too large for it as a one-line ValidationError.
+
+    A syntax error stays a ``JSONDecodeError``: :func:`parse_text` then tries JSONL.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValidationError(f"{where} is nested too deeply to be read as JSON; conversations are a few "
+                              "levels deep") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # e.g. an integer longer than Python converts
+        raise ValidationError(f"{where} cannot be read as JSON: {' '.join(str(exc).split())[:200]}") from None
 
 
 # -- parsing ----------------------------------------------------------------------------
@@ -203,7 +220,7 @@ def parse_locomo_date(text: str) -> datetime:
     """
     m = _LOCOMO_DATE.fullmatch(text) if isinstance(text, str) else None
     if m is None or m.group(5).lower() not in _MONTHS:
-        raise ValidationError(f"LoCoMo date {text!r} is not like '1:56 pm on 8 May, 2023'")
+        raise ValidationError(f"LoCoMo date {reprlib.repr(text)} is not like '1:56 pm on 8 May, 2023'")
     hour, minute, half, day, month, year = m.groups()
     hour24 = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
     try:
@@ -277,7 +294,7 @@ def _optional_str(value: Any, where: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value).strip():
-        raise ValidationError(f"{where} must be a non-empty string, got {value!r}")
+        raise ValidationError(f"{where} must be a non-empty string, got {reprlib.repr(value)}")
     return str(value)
 
 

@@ -14,6 +14,8 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,22 +46,60 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     """Ingest a conversation file."""
     from ..ingest_files import ingest, iter_episodes, parse_text, read_file
 
-    data = parse_text(sys.stdin.read(), "standard input") if args.file == "-" else read_file(args.file)
-    episodes = list(iter_episodes(data, user_id=args.user))
+    name = "standard input" if args.file == "-" else str(args.file)
+    with _readable(name):
+        data = parse_text(sys.stdin.read(), name) if args.file == "-" else read_file(args.file)
+        episodes = list(iter_episodes(data, user_id=args.user))
     if not episodes:
         raise ValidationError(f"{args.file} holds no conversations")
     progress = None if args.quiet or len(episodes) < 2 else _Progress(len(episodes), sys.stderr)
+    dropped: list[dict[str, str]] = []
+
+    def on_result(i: int, episode: Any, result: Any) -> None:
+        dropped.extend(_dropped(episode.session_id, result))
+        if progress is not None:
+            progress(i, episode, result)
+
     with open_memory(args) as memory:
-        totals = ingest(memory, episodes, progress=progress)
+        totals = ingest(memory, episodes, progress=on_result)
     users = sorted({e.user_id for e in episodes})
-    payload = {**asdict(totals), "users": users}
+    payload = {**asdict(totals), "users": users, "dropped": dropped}
     emit(args, payload, lambda: (
         f"ingested {totals.episodes} episodes ({totals.messages} messages) for {', '.join(users)}: "
         f"{totals.done} new, {totals.duplicate} already stored, {totals.pending} pending\n"
         f"facts: {totals.facts_added} added, {totals.facts_reinforced} reinforced, "
         f"{totals.facts_superseded} superseded, {totals.facts_discarded} discarded"
+        + _dropped_lines(dropped)
         + ("\nsome extractions failed: run `zep-memory maintain` to retry them" if totals.pending else "")))
     return 0
+
+
+_MAX_DROPPED_LINES = 20
+
+
+def _dropped(session_id: str, result: Any) -> list[dict[str, str]]:
+    """Every proposed fact an ingest result did not store, with its reason."""
+    out = [{"session": session_id, "fact": d.fact.content, "reason": d.reason} for d in result.discarded]
+    return out + [{"session": session_id, "fact": "", "reason": reason} for reason in result.invalid]
+
+
+def _dropped_lines(dropped: list[dict[str, str]]) -> str:
+    lines = [f"\n  {d['session']}: " + (f"discarded {d['fact']!r}: " if d["fact"] else "dropped: ") + d["reason"]
+             for d in dropped[:_MAX_DROPPED_LINES]]
+    if len(dropped) > _MAX_DROPPED_LINES:
+        lines.append(f"\n  … and {len(dropped) - _MAX_DROPPED_LINES} more (--json lists them all)")
+    return "".join(lines)
+
+
+@contextmanager
+def _readable(name: str) -> Iterator[None]:
+    """Input nested too deeply for Python, or not UTF-8, is a one-line error (the library's checks come first)."""
+    try:
+        yield
+    except RecursionError:
+        raise ValidationError(f"{name} is nested too deeply to be read; nothing was written") from None
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{name} is not UTF-8 text ({exc.reason}); nothing was written") from None
 
 
 class _Progress:
@@ -280,7 +320,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     """Import a user's memory from an export."""
     from ..transfer import import_user
 
-    with open_memory(args) as memory:
+    with open_memory(args) as memory, _readable("standard input" if args.file == "-" else str(args.file)):
         if args.file == "-":
             report = import_user(memory, sys.stdin, replace=args.replace, user_id=args.user)
         else:

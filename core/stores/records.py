@@ -135,6 +135,12 @@ class RecordStore:
             "SELECT 1 FROM episodes WHERE user_id = ? UNION ALL "
             "SELECT 1 FROM session_messages WHERE user_id = ? LIMIT 1", [user_id, user_id]))
 
+    def has_records(self, user_id: str) -> bool:
+        """Whether any row of ``user_id`` is stored: episode, chat turn, fact, entity or alias (imports check it)."""
+        return bool(self._rows(" UNION ALL ".join(
+            f"SELECT 1 FROM {t} WHERE user_id = ?" for t in ("episodes", "session_messages", "facts", "entities",
+                                                             "aliases")) + " LIMIT 1", [user_id] * 5))
+
     def users(self) -> list[str]:
         """Every user id with stored episodes or chat messages."""
         rows = self._rows("SELECT user_id FROM episodes UNION SELECT user_id FROM session_messages")
@@ -605,8 +611,8 @@ class RecordStore:
         return [dict(zip(("op", "user_id", "ref_id", "error", "quarantined_at"), r)) for r in rows]
 
     def record_owners(self, table: str, ids: Sequence[str]) -> dict[str, str]:
-        """The user each stored fact or entity id belongs to (ids not stored are absent)."""
-        if table not in ("facts", "entities"):
+        """The user each stored fact, entity or episode id belongs to (ids not stored are absent)."""
+        if table not in ("facts", "entities", "episodes"):
             raise ValueError(table)
         return dict(self._rows_in(f"SELECT id, user_id FROM {table} WHERE id IN ({{ids}})", ids))
 
