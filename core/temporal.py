@@ -15,8 +15,18 @@ The rules (spec ``update Fact { on_conflict }`` and DESIGN.md):
 * On conflict, if ``new.valid_from > old.valid_from`` the old fact is closed
   (``valid_until = new.valid_from``, ``superseded_by = new.id``) and the new one
   stored; otherwise the new one is **discarded** and reported.
+* A proposed fact with a stated end ("I no longer live in Paris") **ends** the same
+  current fact (:func:`end`: ``valid_until`` set, no successor) instead of
+  reinforcing it; with no such fact it is stored as history.
 * The raw-utterance ``statement`` fact of the message an old fact came from is
-  closed with it, so a superseded value never reaches a prompt through its quote.
+  closed with it, so a superseded value never reaches a prompt through its quote —
+  but only once **everything it said** is retired: while another canonical fact
+  drawn from the same message (same subject) is current, the quote stays current,
+  so "I live in London and I work at Initech" keeps London in view after a job change.
+* **Order inside an episode is time** (:func:`message_times`): a message without its
+  own timestamp is dated at the episode's time, and messages sharing a time are one
+  microsecond apart by position, so a correction later in a conversation is newer
+  than what it corrects.
 """
 
 from __future__ import annotations
@@ -24,15 +34,16 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from .models import Discarded, Fact
+from .models import Discarded, Fact, Message
 
 __all__ = [
     "STATEMENT",
     "UpdatePlan",
     "conflicts",
     "fact_key",
+    "message_times",
     "normalize_name",
     "plan_updates",
     "reinforce",
@@ -79,6 +90,15 @@ def supersede(old: Fact, new: Fact, now: datetime) -> Fact:
     return replace(old, valid_until=new.valid_from, superseded_by=new.id, expired_at=now)
 
 
+def end(old: Fact, new: Fact, now: datetime) -> Fact:
+    """Close ``old`` at the end ``new`` states ("I no longer live in Paris"); nothing replaces it."""
+    until = max(new.valid_until or new.valid_from, old.valid_from)
+    sources = old.source_message_ids
+    if old.predicate != STATEMENT:
+        sources = tuple(dict.fromkeys(sources + new.source_message_ids))
+    return replace(old, valid_until=until, expired_at=now, source_message_ids=sources)
+
+
 def reinforce(old: Fact, new: Fact) -> Fact:
     """Merge a restatement into ``old``: union of sources, noisy-or of confidences."""
     sources = tuple(dict.fromkeys(old.source_message_ids + new.source_message_ids))
@@ -91,20 +111,71 @@ def reinforce(old: Fact, new: Fact) -> Fact:
 STATEMENT = "statement"
 
 
-def _companions(facts: Iterable[Fact], retired: Sequence[Fact]) -> list[Fact]:
-    """Current statement facts that state what ``retired`` facts said (same subject and message).
+def message_times(messages: Sequence[Message], episode_time: datetime) -> dict[str | None, datetime]:
+    """When each message of an episode was said, as the update rules compare it.
+
+    A message's own timestamp, else the episode's time; the k-th message (0-based)
+    sharing a time with earlier ones is dated k microseconds later. So messages
+    without timestamps are ordered by position ("now I live in Berlin" … "Actually,
+    Madrid": Madrid is newer and supersedes Berlin, as the spec's
+    ``new.valid_from > old.valid_from`` asks), and distinct timestamps stay exact.
+
+    Example:
+        >>> t = datetime(2024, 1, 1)
+        >>> [d.microsecond for d in message_times([Message("a", id="1"), Message("b", id="2")], t).values()]
+        [0, 1]
+
+    """
+    seen: dict[datetime, int] = {}
+    out: dict[str | None, datetime] = {}
+    for message in messages:
+        base = message.timestamp or episode_time
+        k = seen.get(base, 0)
+        seen[base] = k + 1
+        try:
+            out[message.id] = base + timedelta(microseconds=k)
+        except OverflowError:  # the last microsecond of year 9999: ties stay ties
+            out[message.id] = base
+    return out
+
+
+def _companions(facts: Iterable[Fact], retired: Sequence[Fact], new: Fact) -> list[Fact]:
+    """Current statement facts whose every canonical fact is now retired (same subject and message).
 
     "Alice: I live in Paris" must leave the context together with "Alice lives in
     Paris", or a stale fact would still reach the prompt; the message itself stays
-    in its episode.
+    in its episode. A quote is tied to the canonical facts of its message whose value
+    it mentions (a quote that mentions none is tied to all of its message's): it stays
+    current while any of those is current. So when a message is quoted clause by
+    clause, "I work at Acme" stays while "I live in Paris" goes with the move; a quote
+    of the whole message ("I live in London and I work at Initech") keeps London in
+    view after a job change, until the move.
     """
     if not retired:
         return []
-    sources = {(normalize_name(f.subject), m) for f in retired for m in f.source_message_ids}
+    facts = list(facts)
     ids = {f.id for f in retired}
-    return [f for f in facts
-            if f.is_current and f.id not in ids and normalize_name(f.predicate) == STATEMENT
-            and any((normalize_name(f.subject), m) in sources for m in f.source_message_ids)]
+    canonical: dict[tuple[str, str], list[Fact]] = {}
+    for f in (*facts, *retired, new):
+        if normalize_name(f.predicate) != STATEMENT:
+            for m in f.source_message_ids:
+                canonical.setdefault((normalize_name(f.subject), m), []).append(f)
+    out = []
+    for quote in facts:
+        if not quote.is_current or quote.id in ids or normalize_name(quote.predicate) != STATEMENT:
+            continue
+        drawn = {f.id: f for m in quote.source_message_ids
+                 for f in canonical.get((normalize_name(quote.subject), m), ())}.values()
+        text = normalize_name(quote.object)
+        tied = [f for f in drawn if _mentions(text, normalize_name(f.object))] or list(drawn)
+        if any(f.id in ids for f in tied) and not any(f.is_current and f.id not in ids for f in tied):
+            out.append(quote)
+    return out
+
+
+def _mentions(text: str, value: str) -> bool:
+    """Whether ``value`` occurs in ``text`` as whole words (both already normalized)."""
+    return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
 
 
 @dataclass(frozen=True)
@@ -117,12 +188,20 @@ class UpdatePlan:
         superseded: stored facts the episode retires, as they should now be.
         discarded: proposed facts not stored, with the reason.
 
+    Facts said and then retired within the episode are in ``added``, already closed;
+    :attr:`superseded_within` lists them.
+
     """
 
     added: tuple[Fact, ...] = ()
     reinforced: tuple[Fact, ...] = ()
     superseded: tuple[Fact, ...] = ()
     discarded: tuple[Discarded, ...] = ()
+
+    @property
+    def superseded_within(self) -> tuple[Fact, ...]:
+        """Added facts that a later message of the same episode already superseded."""
+        return tuple(f for f in self.added if f.superseded_by is not None)
 
     @property
     def changed(self) -> tuple[Fact, ...]:
@@ -140,8 +219,9 @@ def plan_updates(
 ) -> UpdatePlan:
     """Apply the update rules to an episode's proposed facts.
 
-    Proposed facts are taken in ``valid_from`` order, so an episode that says "I lived
-    in Paris, then moved to Berlin" supersedes within itself too.
+    Proposed facts are taken in ``valid_from`` order (ties in the order given), so an
+    episode that says "I lived in Paris, then moved to Berlin" supersedes within itself
+    too; give facts without a stated time their message's :func:`message_times`.
 
     Args:
         current: the user's current facts that could be affected (same subjects).
@@ -161,10 +241,20 @@ def plan_updates(
     for new in sorted(proposed, key=lambda f: f.valid_from):
         key = fact_key(new)
         same = by_key.get(key)
-        if same is not None and state[same].is_current:
+        if same is not None and state[same].is_current and new.valid_until is None:
             state[same] = reinforce(state[same], new)
             touched.setdefault(same, "reinforced")
             continue
+        if same is not None and state[same].is_current and new.valid_until >= state[same].valid_from:
+            # "I no longer live in Paris": the stated end closes the current fact, and its quote
+            old = state[same]
+            quotes = [c for c in _companions(state.values(), [old], new) if c.valid_from <= new.valid_until]
+            for closed in (old, *quotes):
+                state[closed.id] = end(closed, new, now)
+                touched[closed.id] = "superseded"
+                by_key.pop(fact_key(closed), None)
+            continue
+        # (an end stated before the current fact began is an earlier stint: stored below, in history)
         rivals = [old for old in state.values()
                   if conflicts(old, new, single_valued=single_valued, contradicted=contradicted)]
         blocker = next((old for old in rivals if not new.valid_from > old.valid_from), None)
@@ -177,7 +267,7 @@ def plan_updates(
             ))
             continue
         # a quote said after the new fact began is not retired by it (and cannot end before it starts)
-        quotes = [c for c in _companions(state.values(), rivals) if c.valid_from <= new.valid_from]
+        quotes = [c for c in _companions(state.values(), rivals, new) if c.valid_from <= new.valid_from]
         for old in rivals + quotes:
             state[old.id] = supersede(old, new, now)
             touched[old.id] = "superseded"

@@ -11,7 +11,9 @@ conditions against them:
 * **regex fragments** — strings to splice into patterns: an upper-case letter
   (``UPPER``), a capitalized name (``NAME``), a sentence subject (``SUBJECT``), the
   adverbs allowed between subject and verb (``ADVERBS``), a capitalized word
-  (``CAP_WORD``); and ``WORD_RE``, which tokenizes text into words and punctuation.
+  (``CAP_WORD``), the words that are not a job (``NOT_A_JOB_RE``); ``WORD_RE``, which
+  tokenizes text into words and punctuation, and ``PLACE_CONTEXT``, which tells a
+  place left behind from an employer left.
 
 """
 
@@ -61,7 +63,9 @@ EMPTY_GERUNDS = frozenset(
 NOT_HOBBY_VERBS = frozenset(
     "think say believe know imagine assume guess mention be have get see hear let keep tell".split()
 )
-TRAILING_FILLERS = frozenset("too so much lot a well as very now lately really most the anyway also again".split())
+TRAILING_FILLERS = frozenset(
+    "too so much lot a well as very now lately really most the anyway also again right".split()
+)
 FILLER_WORDS = frozenset(
     """ok okay k kk thanks thank thx ty you so much lol haha hahaha hah lmao hi hey hello
     bye goodbye see ya yeah yes yep yup no nope sure alright right wow oh ah hmm sounds
@@ -111,6 +115,7 @@ NOT_A_JOB = frozenset(
     """good great bad terrible decent better best natural amazing awful true real proud total
     complete former retired ex aspiring future wannabe amateur hobby horrible lousy little""".split()
 )
+NOT_A_JOB_RE = "(?:" + "|".join(sorted(NOT_A_JOB)) + r")\b"
 FIRST_PERSON_VERBS = frozenset(
     "like love enjoy adore hate dislike detest live work have own study reside come am turn do go".split()
 )
@@ -139,4 +144,9 @@ ADVERBS = (
     r"pretty|quite|genuinely|proudly|probably|usually|always|mainly))*"
 )
 CAP_WORD = rf"(?:[{UPPER}][\w'’&.-]*|\d+[{UPPER}][\w-]*)"
+# Words that make "I left X" about a place ("I left Paris and moved home") rather than an employer.
+PLACE_CONTEXT = re.compile(
+    r"\b(?i:move[ds]?|moving|relocat\w*|city|town|country|hometown|home|apartment|flat|house|"
+    r"neighbou?rhood|village|state|island|abroad|lived?|living|emigrated)\b"
+)
 WORD_RE = re.compile(r"[\w'’&-]+|[^\w\s]")

@@ -8,6 +8,13 @@ profession, an age, possessions, or a short list of liked things) and returns ``
 when nothing fit. The words they are written in live in
 :mod:`~zep_core.providers.lexicon`.
 
+A pattern also says when the fact no longer holds. Its past-tense forms ("I lived in",
+"I was a teacher") sit in a group named ``past``; the words before the verb that end
+a state ("I used to live in", "I no longer work at", "I do not … anymore") in a group
+named ``ended``; and a rule whose verb itself ends the state ("I quit my job at", "I
+left Google") has ``ends=True``. :mod:`~zep_core.providers.rules` turns these into
+``valid_until``.
+
 """
 
 from __future__ import annotations
@@ -26,9 +33,11 @@ from .lexicon import (
     HAS_HEADS,
     NAME,
     NOT_A_JOB,
+    NOT_A_JOB_RE,
     NOT_HOBBY_VERBS,
     NOT_NAMES,
     PHRASE_BOUNDARIES,
+    PLACE_CONTEXT,
     PROFESSIONS,
     PRONOUN_STARTS,
     SUBJECT,
@@ -74,6 +83,10 @@ class Rule:
         triggers: lower-case substrings, one of which a sentence must hold to be tried.
         object_is_entity: whether the object names an entity (a year or an age does not).
         subject_first_person_only: only "I/my/me" may be the subject.
+        ends: the verb states that the fact stopped holding ("quit", "left"); a time
+            stated with it is when it ended.
+        requires: the rule applies only to sentences this matches.
+        excludes: the rule never applies to sentences this matches.
         trigger_re: the compiled ``triggers``, built on creation.
 
     """
@@ -85,6 +98,9 @@ class Rule:
     triggers: tuple[str, ...]
     object_is_entity: bool = True
     subject_first_person_only: bool = False
+    ends: bool = False
+    requires: re.Pattern[str] | None = None
+    excludes: re.Pattern[str] | None = None
     trigger_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -92,8 +108,21 @@ class Rule:
         object.__setattr__(self, "trigger_re", re.compile("|".join(map(re.escape, self.triggers))))
 
 
-def _verbs(verbs: str, subject: str = SUBJECT) -> re.Pattern[str]:
-    return re.compile(rf"{subject}{ADVERBS}\s+(?P<verb>(?i:{verbs}))(?:\s+|(?=\d))")
+    def applies_to(self, sentence: str) -> bool:
+        """Whether the sentence passes the rule's ``requires`` and ``excludes`` checks."""
+        if self.requires is not None and not self.requires.search(sentence):
+            return False
+        return self.excludes is None or not self.excludes.search(sentence)
+
+
+# "I used to live", "Anna no longer works", "I do not … anymore" (the caller checks the "anymore").
+_ENDED = r"(?:\s+(?P<ended>(?i:used\s+to|no\s+longer|(?:do|does|did)\s+not)){ADVERBS})?"
+
+
+def _verbs(verbs: str, subject: str = SUBJECT, *, past: str | None = None, can_end: bool = True) -> re.Pattern[str]:
+    alternatives = verbs if past is None else rf"{verbs}|(?P<past>{past})"
+    ended = _ENDED.format(ADVERBS=ADVERBS) if can_end else ""
+    return re.compile(rf"{subject}{ADVERBS}{ended}\s+(?P<verb>(?i:{alternatives}))(?:\s+|(?=\d))")
 
 
 def agrees(match: re.Match[str], first_person: bool) -> bool:
@@ -222,6 +251,8 @@ def _first_clause(rest: str) -> str:
         if not (token[0].isalnum() or token[0] in "'’") or (lower in PHRASE_BOUNDARIES and words):
             break
         words.append(token)
+    while words and words[-1] in (",", "and", "or"):  # "jazz and | I work…": the joiner led elsewhere
+        words.pop()
     return " ".join(words).replace(" ,", ",").strip(" ,")
 
 
@@ -280,15 +311,32 @@ def _strip_punct(text: str) -> str:
 
 # --- the rules ----------------------------------------------------------------------
 
+# Verb phrases shared by several rules. "be …" forms follow "used to" ("I used to be a nurse").
+_WORK_AT = (
+    r"(?:work|works|am\s+working|is\s+working|be\s+working|(?:have|has)\s+worked|(?:have|has)\s+been\s+working)"
+    r"\s+(?:at|for)|(?:am|is|be)\s+employed\s+(?:at|by)"
+)
+_WORKED_AT = r"(?:worked|was\s+working|were\s+working|had\s+worked)\s+(?:at|for)|(?:was|were)\s+employed\s+(?:at|by)"
+_WORK_AS = r"work\s+as|works\s+as|(?:am|is|be)\s+working\s+as|(?:have|has)\s+(?:been\s+working|worked)\s+as"
+_WORKED_AS = r"worked\s+as|(?:was|were)\s+working\s+as|had\s+worked\s+as"
+_A_JOB = rf"(?i:an?)\s+(?:(?!{NOT_A_JOB_RE})[\w-]+\s+){{0,2}}?(?i:{PROFESSIONS})"
+_ORG = rf"(?:(?i:the)\s+)?(?-i:{CAP_WORD}(?:\s+(?:(?:of|&)\s+)?{CAP_WORD})*)"
+_MY_JOB = r"(?:my|his|her|their|the|a)\s+(?:[\w-]+\s+)?(?:job|position|role|internship|work)\s+(?:at|with|for)"
+_QUIT = r"quit|resigned\s+from|(?:have|has|had)\s+(?:quit|resigned\s+from)|stopped\s+working\s+(?:at|for)"
+_FIRED = r"(?:got|was|were)\s+(?:fired|laid\s+off)\s+(?:from|by)"
+_LEFT = r"left|(?:have|has|had)\s+left"
+
 _MY_HOME = r"(?P<subj>(?<![\w'])[Mm]y)"
 RULES: tuple[Rule, ...] = (
     Rule(
         "lives_in",
         _verbs(
-            r"live\s+in|lives\s+in|am\s+living\s+in|is\s+living\s+in|(?:have|has)\s+(?:always\s+|also\s+)?lived\s+in|"
+            r"live\s+in|lives\s+in|(?:am|is|be)\s+living\s+in|(?:have|has)\s+(?:always\s+|also\s+)?lived\s+in|"
             r"(?:have|has)\s+been\s+living\s+in|reside\s+in|resides\s+in|"
             r"(?:have\s+|has\s+)?(?:moved|relocated)(?:\s+back|\s+here|\s+over)?(?:\s+from(?:\s+the)?(?:\s+(?-i:[A-Z][\w.-]*))+)?"
-            r"\s+to|am\s+based\s+in|is\s+based\s+in"
+            r"\s+to|(?:am|is|be)\s+based\s+in",
+            past=r"lived\s+in|(?:was|were)\s+living\s+in|resided\s+in|(?:was|were)\s+based\s+in|"
+            r"had\s+(?:always\s+)?lived\s+in|had\s+been\s+living\s+in",
         ),
         _proper,
         "place",
@@ -303,12 +351,20 @@ RULES: tuple[Rule, ...] = (
         subject_first_person_only=True,
     ),
     Rule(
+        "lives_in",
+        _verbs(r"(?:have\s+|has\s+)?moved\s+(?:out\s+of|away\s+from)"),
+        _proper,
+        "place",
+        ("moved",),
+        ends=True,
+    ),
+    Rule("lives_in", _verbs(_LEFT), _proper_strict, "place", ("left",), ends=True, requires=PLACE_CONTEXT),
+    Rule(
         "works_at",
         _verbs(
-            r"(?:work|works|am\s+working|is\s+working|(?:have|has)\s+worked|(?:have|has)\s+been\s+working)"
-            r"\s+(?:at|for)|am\s+employed\s+(?:at|by)|is\s+employed\s+(?:at|by)|"
-            r"got\s+a\s+(?:new\s+)?job\s+(?:at|with)|got\s+hired\s+(?:at|by)|was\s+hired\s+(?:at|by)|"
-            r"started\s+working\s+(?:at|for)|began\s+working\s+(?:at|for)"
+            rf"{_WORK_AT}|got\s+a\s+(?:new\s+)?job\s+(?:at|with)|got\s+hired\s+(?:at|by)|was\s+hired\s+(?:at|by)|"
+            r"started\s+working\s+(?:at|for)|began\s+working\s+(?:at|for)",
+            past=_WORKED_AT,
         ),
         _proper,
         "organization",
@@ -322,17 +378,46 @@ RULES: tuple[Rule, ...] = (
         ("joined", "started at"),
     ),
     Rule(
-        "works_as",
+        "works_at",  # "I am a designer at Acme", "I work as a nurse for the Red Cross"
         _verbs(
-            r"work\s+as|works\s+as|am\s+working\s+as|is\s+working\s+as|(?:have|has)\s+(?:been\s+working|worked)\s+as"
+            rf"(?:am|is|be|(?:have|has)\s+been)\s+{_A_JOB}\s+(?:at|for|with)|"
+            rf"(?:{_WORK_AS})\s+(?:(?:an?|the)\s+)?(?:[\w-]+\s+){{1,4}}?(?:at|for|with)",
+            past=rf"(?:was|were)\s+{_A_JOB}\s+(?:at|for|with)|(?:{_WORKED_AS})\s+(?:(?:an?|the)\s+)?(?:[\w-]+\s+){{1,4}}?"
+            r"(?:at|for|with)",
         ),
+        _proper,
+        "organization",
+        ("a ", "an ", "as "),
+    ),
+    Rule(
+        "works_at",
+        _verbs(rf"(?:{_QUIT}|{_FIRED}|{_LEFT})\s+{_MY_JOB}|{_QUIT}|{_FIRED}"),
+        _proper,
+        "organization",
+        ("quit", "resigned", "stopped", "fired", "laid off", "left"),
+        ends=True,
+    ),
+    Rule("works_at", _verbs(_LEFT), _proper_strict, "organization", ("left",), ends=True, excludes=PLACE_CONTEXT),
+    Rule(
+        "works_as",
+        _verbs(_WORK_AS, past=_WORKED_AS),
         _role,
         "profession",
         ("as",),
     ),
     Rule(
+        "works_as",  # "I work at Acme as a designer", "I joined Initech as an engineer"
+        _verbs(
+            rf"(?:{_WORK_AT}|joined|(?:have|has)\s+joined)\s+{_ORG},?\s+as",
+            past=rf"(?:{_WORKED_AT})\s+{_ORG},?\s+as",
+        ),
+        _role,
+        "profession",
+        (" as ",),
+    ),
+    Rule(
         "works_as",
-        _verbs(r"am|is|became|(?:have|has)\s+been|am\s+now|is\s+now"),
+        _verbs(r"am|is|be|became|(?:have|has)\s+been|am\s+now|is\s+now", past=r"was|were|had\s+been"),
         _profession,
         "profession",
         ("a ", "an "),
@@ -340,17 +425,19 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "studies_at",
         _verbs(
-            r"study\s+at|studies\s+at|am\s+studying\s+at|is\s+studying\s+at|am\s+a\s+student\s+at|"
-            r"is\s+a\s+student\s+at|am\s+enrolled\s+(?:at|in)|is\s+enrolled\s+(?:at|in)|go\s+to\s+school\s+at"
+            r"study\s+at|studies\s+at|(?:am|is|be)\s+studying\s+at|(?:am|is|be)\s+a\s+student\s+at|"
+            r"(?:am|is|be)\s+enrolled\s+(?:at|in)|go\s+to\s+school\s+at",
+            past=r"studied\s+at|(?:was|were)\s+studying\s+at|(?:was|were)\s+a\s+student\s+at|"
+            r"(?:was|were)\s+enrolled\s+(?:at|in)|went\s+to\s+school\s+at",
         ),
         _proper,
         "organization",
         ("stud", "enrolled", "school"),
     ),
-    Rule("born_in", _verbs(r"(?:was|were)\s+born\s+in"), _proper, "place", ("born",)),
+    Rule("born_in", _verbs(r"(?:was|were)\s+born\s+in", can_end=False), _proper, "place", ("born",)),
     Rule(
         "birth_year",
-        _verbs(r"(?:was|were)\s+born\s+in"),
+        _verbs(r"(?:was|were)\s+born\s+in", can_end=False),
         _year,
         "thing",
         ("born",),
@@ -358,7 +445,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "is_from",
-        _verbs(r"(?:am|is)\s+(?:originally\s+)?from|(?:come|comes)\s+(?:originally\s+)?from"),
+        _verbs(r"(?:am|is)\s+(?:originally\s+)?from|(?:come|comes)\s+(?:originally\s+)?from", can_end=False),
         _proper,
         "place",
         ("from",),
@@ -366,8 +453,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "married_to",
         _verbs(
-            r"married|am\s+married\s+to|is\s+married\s+to|got\s+married\s+to|"
-            r"(?:have|has)\s+been\s+married\s+to|wed"
+            r"married|(?:am|is|be)\s+married\s+to|got\s+married\s+to|"
+            r"(?:have|has)\s+been\s+married\s+to|wed",
+            past=r"(?:was|were)\s+married\s+to|had\s+been\s+married\s+to",
         ),
         _person,
         "person",
@@ -376,10 +464,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "likes",
         _verbs(
-            r"like|likes|love|loves|enjoy|enjoys|adore|adores|am\s+into|is\s+into|"
-            r"am\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of|is\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of|"
-            r"am\s+passionate\s+about|is\s+passionate\s+about|am\s+obsessed\s+with|is\s+obsessed\s+with|"
-            r"am\s+crazy\s+about"
+            r"like|likes|love|loves|enjoy|enjoys|adore|adores|(?:am|is|be)\s+into|"
+            r"(?:am|is|be)\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of|"
+            r"(?:am|is|be)\s+passionate\s+about|(?:am|is|be)\s+obsessed\s+with|(?:am|is|be)\s+crazy\s+about"
         ),
         _liked,
         "thing",
@@ -418,7 +505,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "age",
-        _verbs(r"am|is|turned|(?:will\s+)?turn|just\s+turned"),
+        _verbs(r"am|is|turned|(?:will\s+)?turn|just\s+turned", can_end=False),
         _age,
         "thing",
         ("am", "is", "turn"),

@@ -8,11 +8,19 @@ No model and no network. Two kinds of facts come out of an episode:
   ``age`` and ``has_<relation>`` ("my sister Anna") — with "I/me/my" resolved to
   the speaker and the time they became true read from the sentence ("since 2019",
   "last year") against the message's timestamp;
+* **ended facts** from statements that a state is over — "I lived in Rome until
+  2020", "I used to work at Initech", "I no longer live in Paris", "I quit my job at
+  Acme", "I left Google in 2021" — with ``valid_until`` the stated end, or the
+  message time when none is stated, so they go to history and never to the current
+  view. Their start is the stated one ("from 2015 to 2019"); when none is stated it
+  is unknown and ``valid_from`` equals ``valid_until``;
 * a **statement fact** per informative message (``predicate="statement"``, the
   utterance as object), so nothing said goes unindexed.
 
-The rules favour precision: questions, negations ("I don't live in Paris anymore")
-and conditionals ("if I moved to Rome") produce no canonical facts. An unnamed
+The rules favour precision: questions, negations ("I don't live in Paris", "I never
+lived in Rome") and conditionals ("if I moved to Rome") produce no canonical facts;
+"not … anymore" ends one. An end stated in the future ("I'm in Rome until June")
+does not end the fact, since it still holds. An unnamed
 assistant message speaks as ``ExtractionContext.assistant_speaker`` ("Assistant"), so
 what it recommended is remembered too. Anything subtler is the LLM extractor's job.
 
@@ -34,9 +42,11 @@ Example:
 from __future__ import annotations
 
 import re
+import sys
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from ..models import Message
 from .base import ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
@@ -70,6 +80,22 @@ _CONTRACTION_RE = re.compile(r"\b([Ii])['’](m|ve|d|ll)\b|\b(can)['’]t\b|\b(w
 _CONTRACTED = {"m": " am", "ve": " have", "d": " would", "ll": " will"}
 _SPACE_RE = re.compile(r"\s+")
 _PERFECT_RE = re.compile(r"\b(?:have|has)\s+(?:\w+\s+)?(?:been|lived|worked|had|owned|studied)\b", re.IGNORECASE)
+# "I am no longer a nurse", "I am not into jazz anymore" → "I no longer am …", which the rules read.
+_COPULA_ENDED_RE = re.compile(
+    r"\b(am|is|are|was|were)\s+(?:no\s+longer|not(?=[^.;!?]*\bany\s?(?:more|longer)\b))\b", re.IGNORECASE
+)
+# "I am currently working as", "I'm really into": an adverb after the auxiliary.
+_AUX_ADVERB_RE = re.compile(
+    r"\b(am|is|are|was|were|have|has|had)\s+(?:currently|also|still|just|recently|actually|really|now|finally|"
+    r"already|officially|mainly|mostly|basically)\s+(?=\w)",
+    re.IGNORECASE,
+)
+_ANYMORE_RE = re.compile(r"\bany\s?(?:more|longer)\b", re.IGNORECASE)
+_CLAUSE_END_RE = re.compile(r"[,;:]|\s(?:but|and\s+now|though|although|whereas)\s", re.IGNORECASE)
+_BASE_FORM_AUX = frozenset({"used", "do", "does", "did"})
+_PERSONAL = ("I", "i")
+_EPISODE_WINDOW = timedelta(days=31)  # a plain past tense dated closer than this is an event
+_CLAUSE_LOOKBACK = 300  # characters around a match searched for "if", "when", "anymore"…
 _MY_RELATION_RE = re.compile(
     r"(?<![\w'])(?i:my)\s+(?P<rel>(?i:best\s+friend|"
     + "|".join(sorted((k for k in RELATIONS if k != "best friend"), key=len, reverse=True))
@@ -187,12 +213,48 @@ def _merge(facts: dict[tuple[str, str, str], ExtractedFact], fact: ExtractedFact
 
 
 def _message_facts(text: str, said: _Said) -> Iterator[ExtractedFact]:
+    canonical: list[ExtractedFact] = []
     for sentence in split_sentences(text):
         if not sentence.rstrip("\"')").endswith("?"):
-            yield from _sentence_facts(_normalize(sentence), said)
-    flat = _SPACE_RE.sub(" ", text).strip()
-    if is_informative(flat):
-        yield _statement(flat, said)
+            canonical += _sentence_facts(_normalize(sentence), said)
+    yield from canonical
+    for quote in _quotes(_SPACE_RE.sub(" ", text).strip(), canonical):
+        if is_informative(quote):
+            yield _statement(quote, said)
+
+
+#: Where a sentence starts a new clause with its own subject: "…, and I work at Initech".
+_NEW_CLAUSE_RE = re.compile(
+    r"\s*;\s*|,?\s+(?:and|but|so|while|whereas)\s+(?=(?:I|I'm|I've|I'd|my|we|our|he|she|they|his|her|their)\b)",
+    re.IGNORECASE)
+
+
+def _quotes(flat: str, canonical: Sequence[ExtractedFact]) -> list[str]:
+    """The message as one quote, or clause by clause when its clauses state different facts.
+
+    A quote stays current while a canonical fact whose value it mentions is current
+    (:func:`zep_core.temporal.plan_updates`). So "I live in Paris and I work at Acme"
+    is quoted as "I live in Paris" and "I work at Acme": the move to Berlin retires
+    the first and keeps the second. Clauses that state no fact stay with the clause
+    before them; a message stating facts in one clause only is quoted whole.
+    """
+    values = {f.object.casefold() for f in canonical if f.object_is_entity or f.predicate != "statement"}
+    if len(values) < 2:
+        return [flat]
+    clauses = [c.strip() for sentence in split_sentences(flat) for c in _NEW_CLAUSE_RE.split(sentence) if c.strip()]
+    groups: list[list[str]] = []
+    for clause in clauses:
+        lowered = clause.casefold()
+        states = any(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", lowered) for v in values if v)
+        if states or not groups:
+            groups.append([clause])
+        else:
+            groups[-1].append(clause)
+    if len(groups) > 1 and not any(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", groups[0][0].casefold())
+                                   for v in values if v):
+        lead = groups.pop(0)  # a lead-in that states nothing goes with the first clause that does
+        groups[0][:0] = lead
+    return [" ".join(g) for g in groups] if len(groups) > 1 else [flat]
 
 
 def _normalize(sentence: str) -> str:
@@ -205,30 +267,72 @@ def _normalize(sentence: str) -> str:
             return "will not"
         return " not"
 
-    return _CONTRACTION_RE.sub(expand, sentence.replace("’", "'"))
+    expanded = _CONTRACTION_RE.sub(expand, sentence.replace("’", "'"))
+    expanded = _COPULA_ENDED_RE.sub(lambda m: f"no longer {m[1]}", expanded)
+    return _AUX_ADVERB_RE.sub(lambda m: f"{m[1]} ", expanded)
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One rule match in a sentence, before its time is read: what it says and whether it ended."""
+
+    rule: Rule
+    match: re.Match[str]
+    subject: str
+    objects: list[str]
+    ended: bool
 
 
 def _sentence_facts(sentence: str, said: _Said) -> Iterator[ExtractedFact]:
     lower = sentence.lower()
     confidence = HEDGED_CONFIDENCE if _HEDGE_RE.search(sentence) else CANONICAL_CONFIDENCE
     times: list[TimeMention] | None = None
+    found: list[_Found] = []
     for rule in RULES:
-        if not rule.trigger_re.search(lower):
+        if not rule.trigger_re.search(lower) or not rule.applies_to(sentence):
             continue
         for match in rule.pattern.finditer(sentence):
             subject = _subject(match, said.speaker, rule)
             if subject is None or _is_conditional(sentence, match, rule):
                 continue
-            if not agrees(match, first_person=match["subj"] in ("I", "i")):
+            ended = _ended(sentence, match, rule)
+            if ended is None:
                 continue
             if times is None:
                 times = find_times(sentence, said.when)
             objects = rule.read_object(_until_time(sentence, match.end(), times))
-            when = _when(sentence, match, times, said.when) if objects else None
-            for obj in objects:
-                yield _canonical(rule, subject, obj, when, confidence, said)
+            if objects:
+                found.append(_Found(rule, match, subject, objects, ended))
+    layout = _Layout(found, times or [])
+    for item in found:
+        valid_from, valid_until = _validity(sentence, item, layout, said.when)
+        if valid_from != valid_until and _is_episode(item, valid_from, said.when):
+            continue
+        for obj in item.objects:
+            yield _canonical(item.rule, item.subject, obj, (valid_from, valid_until), confidence, said)
     if "my" in lower:
         yield from _relation_facts(sentence, said, confidence)
+
+
+def _ended(sentence: str, match: re.Match[str], rule: Rule) -> bool | None:
+    """Whether the match states a state that is over; ``None`` when it denies the fact.
+
+    "I used to live", "I no longer live", "I lived", "I quit" are over; "I do not live
+    in Paris" denies it, "I do not live in Paris anymore" is over; "I be a nurse"
+    without "used to" is no English the rules read.
+    """
+    groups = match.groupdict()
+    aux = (groups.get("ended") or "").lower().split()
+    verb = (groups.get("verb") or "").lower().split()
+    if aux and aux[-1] == "not":
+        clause = sentence[match.end() : match.end() + _CLAUSE_LOOKBACK]
+        cut = _CLAUSE_END_RE.search(clause)
+        return True if _ANYMORE_RE.search(clause[: cut.start()] if cut else clause) else None
+    if verb[:1] == ["be"] and not aux:
+        return None
+    if not (aux and aux[0] in _BASE_FORM_AUX) and not agrees(match, first_person=match["subj"] in _PERSONAL):
+        return None
+    return bool(aux) or rule.ends or groups.get("past") is not None
 
 
 def _subject(match: re.Match[str], speaker: str, rule: Rule) -> str | None:
@@ -248,7 +352,7 @@ def _subject(match: re.Match[str], speaker: str, rule: Rule) -> str | None:
 
 
 def _is_conditional(sentence: str, match: re.Match[str], rule: Rule) -> bool:
-    prefix = sentence[: match.start()]
+    prefix = sentence[max(0, match.start() - _CLAUSE_LOOKBACK) : match.start()]  # bounded: no quadratic scan
     segment = prefix[max(prefix.rfind(","), prefix.rfind(";"), prefix.rfind(":")) + 1 :].lower()
     if _RELATIVE_CLAUSE_RE.search(segment):
         return True
@@ -259,16 +363,91 @@ def _is_conditional(sentence: str, match: re.Match[str], rule: Rule) -> bool:
 
 
 def _until_time(sentence: str, start: int, times: list[TimeMention]) -> str:
-    end = next((t.start for t in times if t.start >= start), len(sentence))
-    return sentence[start:end]
+    i = bisect_left(times, start, key=lambda t: t.start)
+    return sentence[start : times[i].start if i < len(times) else len(sentence)]
 
 
-def _when(sentence: str, match: re.Match[str], times: list[TimeMention], said_at: datetime) -> datetime | None:
-    if times:
-        return min(times, key=lambda t: _distance(t, match)).when
-    if _PERFECT_RE.search(match.group(0)):
-        return duration_start(sentence[match.end() :], said_at)
-    return None
+class _Layout:
+    """Where a sentence's matches and time mentions lie, to tell which times are whose.
+
+    A time belongs to a match unless another match stands wholly between them.
+    """
+
+    def __init__(self, found: list[_Found], times: list[TimeMention]) -> None:
+        by_start = sorted((f.match.start(), f.match.end()) for f in found)
+        self._starts = [s for s, _ in by_start]
+        self._first_end_after = [e for _, e in by_start]  # suffix minimum of ends
+        for i in range(len(by_start) - 2, -1, -1):
+            self._first_end_after[i] = min(self._first_end_after[i], self._first_end_after[i + 1])
+        by_end = sorted((e, s) for s, e in by_start)
+        self._ends = [e for e, _ in by_end]
+        self._last_start_before = [s for _, s in by_end]  # prefix maximum of starts
+        for i in range(1, len(by_end)):
+            self._last_start_before[i] = max(self._last_start_before[i], self._last_start_before[i - 1])
+        self.times = times
+        self._time_starts = [t.start for t in times]
+        self._time_ends = [t.end for t in times]
+
+    def window(self, match: re.Match[str]) -> tuple[int, int]:
+        """The span outside which another match cuts this one off from a time."""
+        i = bisect_left(self._starts, match.end())
+        high = self._first_end_after[i] if i < len(self._starts) else sys.maxsize
+        j = bisect_right(self._ends, match.start())
+        low = self._last_start_before[j - 1] if j else -1
+        return low, high
+
+    def times_of(self, match: re.Match[str]) -> list[TimeMention]:
+        """The times no other match stands between this match and."""
+        low, high = self.window(match)
+        return self.times[bisect_right(self._time_ends, low) : bisect_left(self._time_starts, high)]
+
+
+def _validity(
+    sentence: str, item: _Found, layout: _Layout, said_at: datetime
+) -> tuple[datetime | None, datetime | None]:
+    """The fact's ``(valid_from, valid_until)`` from the times stated next to it.
+
+    A time belongs to the nearest match it is not cut off from by another match. "until
+    2020" ends the fact; any other time starts it, except after a verb that ends the
+    fact ("I left Google in 2021"). An ended fact without a stated end ends when it was
+    said; one without a stated start starts when it ends (the start is unknown).
+    """
+    match = item.match
+    mine = layout.times_of(match)
+    ends = [t for t in mine if t.bound == "end"]
+    starts = [t for t in mine if t.bound != "end"]
+    until = _nearest(ends, match)
+    if item.rule.ends and until is None:
+        until = _nearest([t for t in starts if t.bound is None], match)
+    if until is not None:
+        starts = [t for t in starts if t is not until and t.start < until.start and t.when <= until.when]
+    start = _nearest(starts, match)
+    valid_from = start.when if start else None
+    valid_until = until.when if until else None
+    if valid_until is not None and valid_until > said_at:
+        valid_until = said_at if item.ended else None  # "until June", said in May: it still holds
+    elif valid_until is None and item.ended:
+        valid_until = said_at
+    if valid_until is None and valid_from is None and _PERFECT_RE.search(match.group(0)):
+        valid_from = duration_start(sentence[match.end() : layout.window(match)[1]], said_at)
+    if valid_until is not None and (valid_from is None or valid_from > valid_until):
+        valid_from = valid_until
+    return valid_from, valid_until
+
+
+def _is_episode(item: _Found, valid_from: datetime | None, said_at: datetime) -> bool:
+    """A plain past tense dated days ago tells an event, not a state that ended.
+
+    "I worked at Acme yesterday" says nothing about whether Alice still works there, so
+    it must not end that fact; "I lived in Rome in 2010" did end, and so did "I lived
+    in Rome until last week" (the caller passes only a start read from the text).
+    """
+    plain_past = item.match.groupdict().get("past") is not None and not item.match.groupdict().get("ended")
+    return plain_past and valid_from is not None and said_at - valid_from < _EPISODE_WINDOW
+
+
+def _nearest(mentions: list[TimeMention], match: re.Match[str]) -> TimeMention | None:
+    return min(mentions, key=lambda t: _distance(t, match)) if mentions else None
 
 
 def _distance(mention: TimeMention, match: re.Match[str]) -> int:
@@ -278,20 +457,38 @@ def _distance(mention: TimeMention, match: re.Match[str]) -> int:
 
 
 def _canonical(
-    rule: Rule, subject: str, obj: str, when: datetime | None, confidence: float, said: _Said
+    rule: Rule,
+    subject: str,
+    obj: str,
+    validity: tuple[datetime | None, datetime | None],
+    confidence: float,
+    said: _Said,
 ) -> ExtractedFact:
+    valid_from, valid_until = validity
+    phrase = predicate_phrase(rule.predicate, obj)
     return ExtractedFact(
         subject=subject,
         predicate=rule.predicate,
         object=obj,
-        content=f"{subject} {predicate_phrase(rule.predicate, obj)}.",
+        content=f"{subject} {_used_to(phrase) if valid_until else phrase}.",
         confidence=confidence,
-        valid_from=when,
+        valid_from=valid_from,
+        valid_until=valid_until,
         source_message_ids=said.ids,
         subject_type="person",
         object_type=rule.object_type,
         object_is_entity=rule.object_is_entity,
     )
+
+
+_BASE_VERBS = {"lives": "live", "works": "work", "studies": "study", "is": "be", "likes": "like",
+               "dislikes": "dislike", "has": "have", "goes": "go", "was": "be"}  # fmt: skip
+
+
+def _used_to(phrase: str) -> str:
+    """Turn "lives in Rome" into "used to live in Rome": how an ended fact reads."""
+    verb, _, rest = phrase.partition(" ")
+    return f"used to {_BASE_VERBS.get(verb, verb)} {rest}".rstrip()
 
 
 def _relation_facts(sentence: str, said: _Said, confidence: float) -> Iterator[ExtractedFact]:

@@ -11,6 +11,10 @@ midnight of the day before, "last month" the first of the previous month, "in 20
 1 January 2019, "last week" the Monday of the previous week. Durations ("for three
 years") are not points in time and are left to :func:`duration_start`.
 
+A mention also says which bound of a period it states, when the words say so:
+"since 2019" and "from 2015" are a ``start``, "until 2020", "till last year" and the
+"to 2019" of "from 2015 to 2019" an ``end``; a plain "in 2019" is neither.
+
 Example:
     >>> from datetime import datetime, timezone
     >>> ref = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
@@ -69,7 +73,9 @@ _TIME_RE = re.compile(
     rf"""
     (?<!\w)(?=\w)  # only try at the start of a word: cheap rejection elsewhere
     (?:
-    (?P<iso>\b(?P<iso_y>{_YEAR})-(?P<iso_m>\d{{2}})-(?P<iso_d>\d{{2}})\b)
+    (?P<range>\b(?:from|between)\s+(?:(?P<range_am>{_MONTH}),?\s+)?(?P<range_ay>{_YEAR})
+        \s*(?:to|until|till|through|and|-|–)\s*(?:(?P<range_bm>{_MONTH}),?\s+)?(?P<range_by>{_YEAR})\b)
+  | (?P<iso>\b(?P<iso_y>{_YEAR})-(?P<iso_m>\d{{2}})-(?P<iso_d>\d{{2}})\b)
   | (?P<dmy>\b(?P<dmy_d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<dmy_m>{_MONTH}),?\s+(?P<dmy_y>{_YEAR})\b)
   | (?P<mdy>\b(?P<mdy_m>{_MONTH})\s+(?P<mdy_d>\d{{1,2}}){_ORD},?\s+(?P<mdy_y>{_YEAR})\b)
   | (?P<my>\b(?P<my_m>{_MONTH}),?\s+(?:of\s+)?(?P<my_y>{_YEAR})\b)
@@ -84,8 +90,9 @@ _TIME_RE = re.compile(
   | (?P<rel>\b(?P<rel_w>last|this|next|past)\s+(?P<rel_u>week(?:end)?|month|year)\b)
   | (?P<wday>\b(?:last|this\s+past)\s+(?P<wday_d>{_WEEKDAY})(?=\W|$))
   | (?P<season>\b(?P<season_w>last|this)\s+(?P<season_s>spring|summer|fall|autumn|winter)\b)
-  | (?P<lmonth>\b(?P<lmonth_w>last|since|in|back\s+in|from|during|until)\s+(?P<lmonth_m>{_MONTH_CAP_FULL})(?!,?\s*\d))
-  | (?P<year>\b(?:in|since|from|of|during|around|by|until|back\s+in|circa)\s+(?P<year_y>{_YEAR})\b)
+  | (?P<lmonth>\b(?P<lmonth_w>last|since|in|back\s+in|from|during|until|till)\s+
+        (?P<lmonth_m>{_MONTH_CAP_FULL})(?!,?\s*\d))
+  | (?P<year>\b(?:in|since|from|of|during|around|by|until|till|through|back\s+in|circa)\s+(?P<year_y>{_YEAR})\b)
     )
     """,
     re.IGNORECASE | re.VERBOSE,
@@ -98,9 +105,16 @@ _HINT_RE = re.compile(
     re.IGNORECASE,
 )
 _DURATION_RE = re.compile(
-    rf"\b(?:for|over)\s+(?:the\s+(?:last|past)\s+)?(?P<n>{_COUNT})\s+(?P<u>{_UNIT})\b",
+    rf"\b(?:for|over)\s+(?:the\s+(?:last|past)\s+)?"
+    rf"(?:(?:about|around|almost|nearly|roughly|over|more\s+than|just\s+over|at\s+least)\s+)?"
+    rf"(?P<n>{_COUNT})\s+(?P<u>{_UNIT})(?:\s+and\s+(?P<n2>{_COUNT})\s+(?P<u2>{_UNIT}))?\b",
     re.IGNORECASE,
 )
+# The words before a mention (or opening it) that make it a period's start or end.
+_START_RE = re.compile(r"(?:\b(?:since|from|starting(?:\s+in)?|beginning(?:\s+in)?)\s+)$", re.IGNORECASE)
+_END_RE = re.compile(r"(?:\b(?:until|till|til|through|thru|up\s+to|up\s+until)\s+)$", re.IGNORECASE)
+_START_WORDS = frozenset({"since", "from"})
+_END_WORDS = frozenset({"until", "till", "through"})
 
 
 @dataclass(frozen=True)
@@ -112,6 +126,7 @@ class TimeMention:
         end: offset just past its last character.
         text: the expression as written.
         when: the start of the period it names.
+        bound: ``"start"`` ("since 2019"), ``"end"`` ("until 2020") or ``None`` ("in 2019").
 
     """
 
@@ -119,6 +134,7 @@ class TimeMention:
     end: int
     text: str
     when: datetime
+    bound: str | None = None
 
 
 def find_times(text: str, reference: datetime) -> list[TimeMention]:
@@ -173,7 +189,8 @@ def duration_start(text: str, reference: datetime) -> datetime | None:
     if match is None:
         return None
     ref = _aware(reference)
-    return _back(ref, _count(match["n"]), match["u"])
+    start = _back(ref, _count(match["n"]), match["u"])
+    return _back(start, _count(match["n2"]), match["u2"]) if match["n2"] else start
 
 
 def _aware(reference: datetime) -> datetime:
@@ -187,10 +204,37 @@ def _mentions(text: str, ref: datetime) -> Iterator[TimeMention]:
         return
     for match in _TIME_RE.finditer(text):
         kind = match.lastgroup
+        if kind == "range":
+            yield from _range(match, ref)
+            continue
         handler = _HANDLERS.get(kind) if kind else None
         when = handler(match, ref) if handler else None
         if when is not None:
-            yield TimeMention(match.start(), match.end(), match.group(0), when)
+            yield TimeMention(match.start(), match.end(), match.group(0), when, _bound(text, match))
+
+
+def _bound(text: str, match: re.Match[str]) -> str | None:
+    first = match.group(0).split(None, 1)[0].lower()
+    if first in _START_WORDS:
+        return "start"
+    if first in _END_WORDS:
+        return "end"
+    before = text[max(0, match.start() - 16) : match.start()]
+    if _END_RE.search(before):
+        return "end"
+    return "start" if _START_RE.search(before) else None
+
+
+def _range(m: re.Match[str], ref: datetime) -> Iterator[TimeMention]:
+    """Split a range ("from 2015 to 2019", "between May 2018 and June 2020") into a start and an end."""
+    begin = date(int(m["range_ay"]), _month(m["range_am"]) if m["range_am"] else 1, 1)
+    end = date(int(m["range_by"]), _month(m["range_bm"]) if m["range_bm"] else 1, 1)
+    if end < begin:
+        return
+    cut = m.end("range_ay")
+    gap = len(m.string[cut : m.end()]) - len(m.string[cut : m.end()].lstrip())
+    yield TimeMention(m.start(), cut, m.string[m.start() : cut], _at(ref, begin), "start")
+    yield TimeMention(cut + gap, m.end(), m.string[cut + gap : m.end()], _at(ref, end), "end")
 
 
 def _at(ref: datetime, day: date) -> datetime:
@@ -304,8 +348,8 @@ def _bare_month(m: re.Match[str], ref: datetime) -> datetime:
     year = ref.year
     if word == "last" and month >= ref.month:
         year -= 1
-    elif word not in ("in", "last") and month > ref.month:
-        year -= 1
+    elif word not in ("in", "last", "until", "till") and month > ref.month:
+        year -= 1  # "since August", said in May: last August; "until June" is this June
     return _at(ref, date(year, month, 1))
 
 

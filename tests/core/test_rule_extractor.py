@@ -182,8 +182,7 @@ def test_second_person_statements_are_not_facts_about_anyone(context):
 @pytest.mark.parametrize(
     "text",
     [
-        "I don't live in Paris anymore.",
-        "I no longer work at Google.",
+        "I don't live in Paris.",
         "I'm not married to him.",
         "I never lived in Rome.",
         "I do not have a dog.",
@@ -192,6 +191,12 @@ def test_second_person_statements_are_not_facts_about_anyone(context):
 )
 def test_negated_sentences_produce_no_canonical_fact(context, text):
     assert triples(extract(context, said(text))) == set()
+
+
+@pytest.mark.parametrize("text", ["I don't live in Paris anymore.", "I no longer work at Google."])
+def test_a_state_said_to_be_over_is_an_ended_fact_never_a_current_one(context, text):
+    [fact] = canonical(extract(context, said(text)))
+    assert fact.valid_until == SAID_AT and fact.valid_from == SAID_AT
 
 
 @pytest.mark.parametrize(
