@@ -45,6 +45,10 @@ def run(data_dir: str | Path, out=sys.stdout) -> None:
             for fact in result.superseded:
                 say(f"   superseded: {fact.content} (valid {fact.valid_from.date()} .. {fact.valid_until.date()}, "
                     f"replaced by {fact.superseded_by[:8]})")
+            for dropped in result.discarded:
+                say(f"   discarded: {dropped.fact.content} ({dropped.reason})")
+            for reason in result.invalid:
+                say(f"   dropped: {reason}")
         memory.refresh_entities()
         question = "Where does Alice live now?"
         say(f"\n== get_context({question!r})")

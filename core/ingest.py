@@ -6,7 +6,13 @@ entities → embed → plan (the update rules, :mod:`zep_core.temporal`) → wri
 
 The episode and its messages are committed before extraction runs, so a failing
 extractor loses nothing: the episode stays ``pending`` and ``maintain()`` retries
-it. Everything slow — the extractor, fact and entity embeddings — happens before the
+it. A message whose dates cannot be computed (dated year 1 and saying "yesterday":
+past ``datetime.min``/``max``) would fail every retry, so it is set aside instead:
+the other messages are extracted, and the result's ``invalid`` names it.
+Facts without a stated time take their message's time, in message order
+(:func:`zep_core.temporal.message_times`).
+
+Everything slow — the extractor, fact and entity embeddings — happens before the
 writers' lock is taken; under it only SQLite is read and written, so one slow
 remote call never blocks the other writers.
 """
@@ -28,7 +34,7 @@ from .providers.base import Embedder, Extraction, ExtractionContext, Extractor
 from .resolve import canonical_predicate, entity_id, input_aliases, is_first_person, speaker_of
 from .stores.records import RecordStore, StoredFact, iso
 from .sync import FactChange, IndexSync, OutboxOp
-from .temporal import STATEMENT, UpdatePlan, normalize_name, plan_updates
+from .temporal import STATEMENT, UpdatePlan, message_times, normalize_name, plan_updates
 
 __all__ = ["Ingestor", "validate_messages"]
 
@@ -61,6 +67,11 @@ def validate_messages(messages: Sequence[Any], config: MemoryConfig) -> list[Mes
     if len(ids) != len(set(ids)):
         raise ValidationError("message ids must be unique within an episode")
     return msgs
+
+
+def _date_out_of_range(exc: BaseException) -> bool:
+    """Whether ``exc`` is date arithmetic past ``datetime.min``/``max``: retrying cannot fix it."""
+    return type(exc) is OverflowError or (type(exc) is ValueError and "out of range" in str(exc))
 
 
 @dataclass
@@ -124,16 +135,21 @@ class Ingestor:
         context = ExtractionContext(user_id=episode.user_id, session_id=episode.session_id, now=now,
                                     known_facts=known, default_speaker=self.config.default_speaker,
                                     assistant_speaker=self.config.assistant_speaker)
+        set_aside: list[str] = []
         try:
-            extraction = self.extractor.extract(list(episode.messages), context)
-            if not isinstance(extraction, Extraction):
-                raise TypeError(f"the extractor returned {type(extraction).__name__}, not an Extraction")
+            try:
+                extraction = self._extract(list(episode.messages), context)
+            except (OverflowError, ValueError) as exc:
+                if not _date_out_of_range(exc):
+                    raise
+                extraction, set_aside = self._extract_setting_aside_bad_dates(episode, context, exc)
         except Exception as exc:  # any extractor failure leaves the episode pending
             error = f"{type(exc).__name__}: {exc}"
             log.warning("extraction failed for episode %s: %s", episode.id, error)
             self.records.set_episode_status(episode.id, "pending", error=error)
             return IngestResult(episode_id=episode.id, status="pending", error=error)
         proposals = self._proposals(episode, extraction, now)
+        proposals.invalid[:0] = set_aside
         fact_vectors = self._embed([f.content for f in proposals.facts])
         user = episode.user_id
         names = proposals.entity_names()
@@ -143,6 +159,39 @@ class Ingestor:
             self._check_open()
             return self._apply(episode, extraction, proposals, fact_vectors, entity_vectors,
                                {f.id for f in known}, now)
+
+    def _extract(self, messages: list[Message], context: ExtractionContext) -> Extraction:
+        extraction = self.extractor.extract(messages, context)
+        if not isinstance(extraction, Extraction):
+            raise TypeError(f"the extractor returned {type(extraction).__name__}, not an Extraction")
+        return extraction
+
+    def _extract_setting_aside_bad_dates(self, episode: Episode, context: ExtractionContext,
+                                         error: Exception) -> tuple[Extraction, list[str]]:
+        """Extract again without the messages whose dates fall outside years 1..9999.
+
+        Each message is tried alone to find them (this path runs only after such an
+        error); if none fails alone, the original error stands and the episode stays
+        pending.
+        """
+        bad: list[str] = []
+        kept: list[Message] = []
+        for i, message in enumerate(episode.messages):
+            try:
+                self._extract([message], context)
+            except (OverflowError, ValueError) as exc:
+                if not _date_out_of_range(exc):
+                    raise
+                when = message.timestamp.isoformat() if message.timestamp else "the episode's time"
+                bad.append(f"message {i} ({message.id}) set aside: a date it implies, counted from {when}, "
+                           f"is outside years 1..9999 ({type(exc).__name__}: {exc}); its text stays in the "
+                           "episode, nothing was extracted from it")
+                continue
+            kept.append(message)
+        if not bad:
+            raise error
+        log.warning("episode %s: %d message(s) with out-of-range dates set aside", episode.id, len(bad))
+        return (self._extract(kept, context) if kept else Extraction()), bad
 
     def _embed(self, texts: list[str]) -> dict[str, np.ndarray]:
         unique = list(dict.fromkeys(texts))
@@ -201,7 +250,8 @@ class Ingestor:
                     ((FactChange.ADD, plan.added), (FactChange.TOUCH, plan.reinforced),
                      (FactChange.RETIRE, plan.superseded)) for f in facts]
         return IngestResult(episode_id=episode.id, status="done", summary=extraction.summary,
-                            added=plan.added, reinforced=plan.reinforced, superseded=plan.superseded,
+                            added=plan.added, reinforced=plan.reinforced,
+                            superseded=plan.superseded + plan.superseded_within,
                             discarded=plan.discarded, invalid=tuple(proposed.invalid), usage=dict(extraction.usage))
 
     @staticmethod
@@ -221,6 +271,7 @@ class Ingestor:
     def _proposals(self, episode: Episode, extraction: Extraction, now: datetime) -> _Proposals:
         """Turn extractor output into validated Facts; report what was dropped."""
         by_id = {m.id: m for m in episode.messages}
+        said_at = message_times(episode.messages, now)
         types = {normalize_name(e.name): e.entity_type for e in extraction.entities}
         out = _Proposals()
         limit = self.config.max_facts_per_episode
@@ -237,7 +288,7 @@ class Ingestor:
                 fact = Fact(
                     content=x.content, subject=subject.strip(), predicate=canonical_predicate(x.predicate),
                     object=obj.strip(), confidence=x.confidence,
-                    valid_from=x.valid_from or first.timestamp or now, valid_until=x.valid_until,
+                    valid_from=x.valid_from or said_at[first.id], valid_until=x.valid_until,
                     user_id=episode.user_id, episode_id=episode.id, source_message_ids=sources,
                     created_at=now)
             except (ValidationError, AttributeError, TypeError) as exc:

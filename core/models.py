@@ -279,10 +279,12 @@ class IngestResult:
         episode_id: the stored episode.
         status: ``done``, ``pending`` (extraction failed; retried by ``maintain()``)
             or ``duplicate`` (this episode id was already ingested: nothing changed).
-        added: facts newly stored.
+        added: facts newly stored (one a later message of this episode corrected is
+            stored already closed, and listed in ``superseded`` too).
         reinforced: existing facts restated by this episode (after reinforcement).
-        superseded: older facts this episode retired (after the update).
-        discarded: proposed facts not stored, with the reason.
+        superseded: facts this episode retired, as they now are: stored ones first,
+            then those said and corrected within the episode itself.
+        discarded: proposed facts not stored, each with the reason.
         invalid: extractor output dropped by validation, as human-readable reasons.
         usage: provider token usage for this episode, if any.
         error: why extraction failed, when ``status == "pending"``.

@@ -72,13 +72,13 @@ def test_export_to_stdout_and_its_format(cli, alice_data):
     result = cli("export", "--data", alice_data, "--user", "alice")
     lines = [json.loads(x) for x in result.out.splitlines()]
     assert lines[0] == {"type": "zep-memory-export", "version": 1, "user_id": "alice", "embedder": None}
-    assert [x["type"] for x in lines[1:]] == ["episode"] * 2 + ["entity"] * 6 + ["fact"] * 9
+    assert [x["type"] for x in lines[1:]] == ["episode"] * 2 + ["entity"] * 8 + ["fact"] * 13
     paris = next(x for x in lines if x["type"] == "fact" and x["content"] == "Alice lives in Paris.")
     assert paris["superseded_by"] and paris["valid_until"] and paris["source_message_ids"] == ["s1-1"]
     assert {"created_at", "expired_at", "confidence", "subject_id", "object_id", "episode_id"} <= set(paris)
     alice = next(x for x in lines if x["type"] == "entity" and x["name"] == "Alice")
     assert alice["summary"] and "alice" in alice["aliases"]
-    assert "exported 2 episodes, 6 entities, 9 facts" in result.err
+    assert "exported 2 episodes, 8 entities, 13 facts" in result.err
 
 
 def test_import_refuses_a_user_that_has_memory_unless_replace(cli, alice_data, tmp_path, open_memory):

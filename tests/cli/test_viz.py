@@ -26,13 +26,14 @@ def graph_payload(html: str) -> dict:
 def test_graph_html_is_self_contained_and_holds_the_users_graph(cli, alice_data, tmp_path):
     out = tmp_path / "alice.html"
     result = cli("graph", "--data", alice_data, "--user", "alice", "--html", out)
-    assert result.code == 0 and "6 entities, 4 facts between them" in result.out
+    assert result.code == 0 and "8 entities, 6 facts between them" in result.out
     html = out.read_text(encoding="utf-8")
     assert "<script src" not in html and "<link" not in html and "@import" not in html
     assert re.findall(r"https?://[^\s\"'<>]+", html) == ["http://www.w3.org/2000/svg"] * html.count(
         "http://www.w3.org/2000/svg")  # the SVG namespace name only: nothing is fetched
     data = graph_payload(html)
-    assert sorted(n["name"] for n in data["nodes"]) == ["Acme", "Alice", "Assistant", "Berlin", "Paris", "dog"]
+    assert sorted(n["name"] for n in data["nodes"]) == ["Acme", "Alice", "Assistant", "Berlin", "Paris", "designer",
+                                                         "dog", "jazz"]
     lives = {e["content"]: e for e in data["edges"] if e["predicate"] == "lives_in"}
     assert lives["Alice lives in Paris."]["current"] is False
     assert lives["Alice lives in Paris."]["valid_until"] == "2024-02-01"
@@ -112,14 +113,14 @@ def test_timeline_png_draws_the_entitys_facts(cli, alice_data, tmp_path):
     out = tmp_path / "alice.png"
     result = cli("timeline", "Alice", "--data", alice_data, "--user", "alice", "--png", out, "--json")
     assert result.code == 0, result.err
-    assert json.loads(result.out) == {"file": str(out), "facts": 4}
+    assert json.loads(result.out) == {"file": str(out), "facts": 6}
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     image = image_module.imread(str(out))
-    assert sum(color_blobs(image, "#3b5bdb", 0.03)) > 5000  # three current bars
+    assert sum(color_blobs(image, "#3b5bdb", 0.03)) > 5000  # the current bars
     assert sum(color_blobs(image, "#c92a2a", 0.08)) > 20  # the mark where Paris ended
     with_statements = cli("timeline", "Alice", "--data", alice_data, "--user", "alice", "--png", out,
                           "--statements", "--json")
-    assert json.loads(with_statements.out)["facts"] == 7
+    assert json.loads(with_statements.out)["facts"] == 11  # "I live in Paris" and "I work at Acme…" quoted apart
 
 
 def test_timeline_of_an_unknown_entity_is_an_error(cli, alice_data, tmp_path):
