@@ -26,7 +26,7 @@ log = logging.getLogger("zep_core")
 #: (1 s of imports) if those bindings have changed.
 _PROBE = r"""
 import json, sqlite3, sys
-path, segments = sys.argv[1], set(json.loads(sys.argv[2]))
+path, segments = sys.argv[1], set(json.loads(sys.stdin.read()))  # on stdin: thousands overflow argv
 conn = sqlite3.connect(f"file:{path}/chroma.sqlite3?mode=ro", uri=True)
 try:  # Chroma's own catalogue: which collection each segment folder belongs to, and its dimension
     rows = conn.execute("SELECT s.id, c.id, c.name, c.dimension FROM segments s JOIN collections c "
@@ -80,7 +80,7 @@ def chroma_loads(chroma_dir: Path, since: float, *, timeout_s: float = 600.0) ->
     if not segments:
         return True
     try:
-        child = subprocess.run([sys.executable, "-c", _PROBE, str(chroma_dir), json.dumps(segments)],
+        child = subprocess.run([sys.executable, "-c", _PROBE, str(chroma_dir)], input=json.dumps(segments),
                                cwd=chroma_dir, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         log.warning("loading the Chroma index in %s took over %.0f s; treating it as damaged", chroma_dir, timeout_s)

@@ -400,3 +400,22 @@ def test_a_new_data_folder_under_a_read_only_one_is_a_clear_error(read_only_memo
     assert outcome == "StoreError", (outcome, message)
     assert f"cannot create the data folder {target}: the folder above it is read-only" in message
     assert not target.exists()
+
+
+def test_the_crash_check_takes_thousands_of_changed_segments(make_memory):
+    """After an unclean close of a folder with many users, the changed segment list is long;
+    it goes to the check process on stdin (on argv it overflowed: E2BIG, the open failed)."""
+    import uuid
+
+    from zep_core.stores.chroma_check import chroma_loads
+
+    memory = make_memory()
+    memory.conversation_end("s", [Message("I live in Paris.", name="Al")], user_id="al")
+    chroma = memory.data_dir / "chroma"
+    memory.close()
+    for _ in range(6000):  # what 2,000 users' collections look like to the check: folders changed since
+        folder = chroma / str(uuid.uuid4())
+        folder.mkdir()
+        (folder / "header.bin").write_bytes(b"")
+    assert len(json.dumps([p.name for p in chroma.iterdir()])) > 131_072  # past one argv string's limit
+    assert chroma_loads(chroma, since=0.0) is True
