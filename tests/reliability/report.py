@@ -24,6 +24,16 @@ def _load(name: str) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
+def _soak() -> dict:
+    """``bench/results/soak.json`` (written by ``python -m bench.soak``, not by the tests) as a result row."""
+    path = RESULTS / "soak.json"
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {"figures": data, "command": data.get("command", ""),
+            "when": data.get("environment", {}).get("measured_at", "not run")}
+
+
 def _cell(text: str) -> str:
     """Text safe inside a markdown table cell."""
     return text.replace("|", "/").replace("<", "&lt;").replace("\n", " ")
@@ -40,6 +50,9 @@ def tables() -> str:
     hostile, iso, limits = _load("hostile"), _load("isolation"), _load("limits")
     c, k, h, i = crash.get("figures", {}), conc.get("figures", {}), hostile.get("figures", {}), iso.get("figures", {})
     lk, lm = locks.get("figures", {}), limits.get("figures", {})
+    prop, soak = _load("cypher_property"), _soak()
+    cp, sk = prop.get("figures", {}), soak.get("figures", {})
+    kills = ", ".join(f"{n} during {op}" for op, n in sorted(sk.get("kills", {}).items(), key=lambda kv: -kv[1]))
     answers = ", ".join(f"{n} {kind}" for kind, n in sorted(h.get("answers", {}).items()))
     rows = [
         "| check | figures from the last run | command | run at |",
@@ -73,6 +86,19 @@ def tables() -> str:
              f"**{i.get('examples_generated', 0)} examples**, {i.get('users', 0)} users, {i.get('episodes', 0)} "
              f"episodes, {i.get('reads_checked', 0)} reads checked, {i.get('users_forgotten', 0)} users forgotten "
              "and checked absent in SQLite, Chroma and Kùzu; leaks found: 0", iso),
+        _row("Tenant isolation of cypher() (hypothesis)",
+             f"**{cp.get('queries', 0)} generated queries** (patterns in MATCH, WHERE, RETURN, CASE and "
+             f"subqueries, keyword variable names): {cp.get('answered', 0)} answered, {cp.get('errors', 0)} "
+             f"refused or failed alike in both folders; {cp.get('distinguishing_on_the_shared_index', 0)} of them "
+             "would tell the other tenant's data apart on a shared graph; "
+             f"**differences with and without another tenant: {cp.get('differences', 'n/a')}**", prop),
+        _row("Soak: SIGKILL trials over every operation",
+             f"**{sk.get('trials', 0)} trials**, seed {sk.get('seed')}; {sk.get('episodes_acknowledged', 0)} "
+             f"episodes and {sk.get('moves_acknowledged', 0)} moves acknowledged, "
+             f"{sk.get('episodes_checked', 0)} episode checks; kills: {kills}; "
+             f"{sk.get('outbox_rows_replayed', 0)} outbox rows replayed; **lost: {sk.get('lost', 'n/a')}, "
+             f"inconsistent: {sk.get('inconsistent', 'n/a')}**; {sk.get('seconds_per_trial', {}).get('mean', 0)} s "
+             "per trial", soak),
         _row("Resource bounds", "; ".join(f"{k}: {v}" for k, v in sorted(lm.items())), limits),
     ]
     cases = ["", "<details><summary>How each hostile case was answered</summary>", "",
