@@ -52,7 +52,8 @@ def tables() -> str:
     lk, lm = locks.get("figures", {}), limits.get("figures", {})
     prop, soak = _load("cypher_property"), _soak()
     cp, sk = prop.get("figures", {}), soak.get("figures", {})
-    kills = ", ".join(f"{n} during {op}" for op, n in sorted(sk.get("kills", {}).items(), key=lambda kv: -kv[1]))
+    kills = ", ".join(f"{n} {op if op.startswith('between') else 'during ' + op}"
+                      for op, n in sorted(sk.get("kills", {}).items(), key=lambda kv: -kv[1]))
     answers = ", ".join(f"{n} {kind}" for kind, n in sorted(h.get("answers", {}).items()))
     rows = [
         "| check | figures from the last run | command | run at |",
