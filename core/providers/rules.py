@@ -238,20 +238,22 @@ def _quotes(flat: str, canonical: Sequence[ExtractedFact]) -> list[str]:
     the first and keeps the second. Clauses that state no fact stay with the clause
     before them; a message stating facts in one clause only is quoted whole.
     """
-    values = {f.object.casefold() for f in canonical if f.object_is_entity or f.predicate != "statement"}
+    values = [v for v in dict.fromkeys(f.object.casefold() for f in canonical) if v]
     if len(values) < 2:
         return [flat]
+
+    def states(clause: str) -> bool:
+        lowered = clause.casefold()
+        return any(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", lowered) for v in values)
+
     clauses = [c.strip() for sentence in split_sentences(flat) for c in _NEW_CLAUSE_RE.split(sentence) if c.strip()]
     groups: list[list[str]] = []
     for clause in clauses:
-        lowered = clause.casefold()
-        states = any(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", lowered) for v in values if v)
-        if states or not groups:
+        if states(clause) or not groups:
             groups.append([clause])
         else:
             groups[-1].append(clause)
-    if len(groups) > 1 and not any(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", groups[0][0].casefold())
-                                   for v in values if v):
+    if len(groups) > 1 and not states(groups[0][0]):
         lead = groups.pop(0)  # a lead-in that states nothing goes with the first clause that does
         groups[0][:0] = lead
     return [" ".join(g) for g in groups] if len(groups) > 1 else [flat]

@@ -421,3 +421,17 @@ def test_short_questions_are_not_kept_as_statements(text):
 
 def test_a_long_question_that_tells_something_is_kept():
     assert is_informative("Hey Mel, what do you think about the pottery class I signed up for?")
+
+
+@pytest.mark.parametrize(("text", "quotes"), [
+    ("I live in Paris and I work at Acme.", ["I live in Paris", "I work at Acme."]),
+    ("Hi! I'm Alice. I live in Paris and I work at Acme.", ["Hi! I'm Alice. I live in Paris", "I work at Acme."]),
+    ("I live in Rome; my sister Ana works at Globex. We talked a lot.",
+     ["I live in Rome", "my sister Ana works at Globex. We talked a lot."]),
+    ("I live in Paris. It is lovely in spring.", ["I live in Paris. It is lovely in spring."]),  # one fact: whole
+    ("We talked about the weather today and it was nice.", ["We talked about the weather today and it was nice."]),
+])
+def test_a_message_is_quoted_clause_by_clause_only_when_its_clauses_state_different_facts(context, text, quotes):
+    """So a move retires the quote of "I live in Paris" and keeps "I work at Acme" current."""
+    found = [f.object for f in extract(context, said(text, id="m1")).facts if f.predicate == "statement"]
+    assert found == quotes
