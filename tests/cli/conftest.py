@@ -11,6 +11,8 @@ from zep_core import Memory, MemoryConfig
 from zep_core.cli import main
 from zep_core.demo import SESSION_1, SESSION_2
 
+from tests.core.test_recovery import read_only_memory  # noqa: F401  (the read-only folder fixture, for test_doctor)
+
 
 @dataclass
 class Result:

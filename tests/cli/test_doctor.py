@@ -8,16 +8,14 @@ import io
 import json
 import shutil
 import sqlite3
-import stat
-import tempfile
 from pathlib import Path
 
 import numpy as np
-from zep_core import Memory, MemoryConfig, Message
+from zep_core import MemoryConfig, Message
 from zep_core.cli import main
 
 from tests.cli.configs import BrokenExtractor
-from tests.core.test_recovery import as_unprivileged, hash_config, talk
+from tests.core.test_recovery import as_unprivileged
 
 
 def error_on_missing_index() -> MemoryConfig:
@@ -97,14 +95,8 @@ def test_on_missing_index_error_from_a_config_names_the_rebuild_command(cli, ali
     assert cli("stats", *strict).code == 0
 
 
-def test_stats_on_a_read_only_data_folder_is_a_clear_error():
-    base = Path(tempfile.mkdtemp(prefix="zep-ro-cli-"))
-    base.chmod(0o755)
-    data = base / "data"
-    with Memory(hash_config().with_(data_dir=data)) as memory:
-        talk(memory, "alice", "I live in Paris.")
-    for path in [data, *data.rglob("*")]:
-        path.chmod(0o555 if path.is_dir() else 0o444)
+def test_stats_on_a_read_only_data_folder_is_a_clear_error(read_only_memory):
+    data = read_only_memory
 
     def stats() -> tuple[int, str]:
         err = io.StringIO()
@@ -112,12 +104,7 @@ def test_stats_on_a_read_only_data_folder_is_a_clear_error():
             code = main(["stats", "--data", str(data), "--config", "tests.core.test_recovery:hash_config"])
         return code, err.getvalue()
 
-    try:
-        outcome, answer = as_unprivileged(stats)
-    finally:
-        for path in [data, *data.rglob("*")]:
-            path.chmod(stat.S_IRWXU)
-        shutil.rmtree(base)
+    outcome, answer = as_unprivileged(stats)
     assert outcome == "returned", answer
     code, err = ast.literal_eval(answer)
     assert code == 2 and err.startswith(f"error: the data folder {data} is read-only for this process")
