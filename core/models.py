@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import InvariantError, ValidationError
 from .validation import check_text
@@ -239,8 +239,32 @@ class Fact:
     def with_scores(self, score: float, semantic: float, graph: float, *, lexical: float = 0.0,
                     newer: str | None = None) -> Fact:
         """Return a copy carrying its retrieval score, the parts it came from, and a newer near-duplicate."""
-        return replace(self, score=score, semantic_score=semantic, graph_score=graph, lexical_score=lexical,
-                       newer_fact_id=newer)
+        values = {f.name: getattr(self, f.name) for f in fields(self)}  # checked already: no second check
+        values.update(score=score, semantic_score=semantic, graph_score=graph, lexical_score=lexical,
+                      newer_fact_id=newer)
+        return unchecked(Fact, **values)
+
+
+_R = TypeVar("_R")
+_DEFAULTS: dict[type, tuple[tuple[str, Any, Any], ...]] = {}
+
+
+def unchecked(cls: type[_R], **values: Any) -> _R:
+    """Build a record from values that were checked when they were written (rows read back).
+
+    The store validates every fact and entity on the way in (``__post_init__``, and
+    SQLite's CHECK constraints), so reading one back needs no second check: this skips
+    ``__post_init__`` and sets the fields as given, the rest to their defaults. Only the
+    record store calls it, with what its own columns hold.
+    """
+    spec = _DEFAULTS.get(cls)
+    if spec is None:
+        spec = _DEFAULTS[cls] = tuple((f.name, f.default, f.default_factory) for f in fields(cls))  # type: ignore[arg-type]
+    obj = object.__new__(cls)
+    for name, default, factory in spec:
+        value = values[name] if name in values else (default if default is not MISSING else factory())
+        object.__setattr__(obj, name, value)
+    return obj
 
 
 @dataclass(frozen=True, kw_only=True)

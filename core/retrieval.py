@@ -112,8 +112,12 @@ class Scored:
 
 
 def _ranks(scores: Mapping[str, float], order: Mapping[str, str]) -> dict[str, int]:
-    """1-based rank of each id by score, ties to the newer (``order``: sortable valid_from)."""
-    ids = sorted(scores, key=lambda i: (scores[i], order.get(i, "")), reverse=True)
+    """1-based rank of each id by score, ties to the newer (``order``: sortable valid_from), then by id.
+
+    The last key makes the order a function of the scores alone, not of the order the
+    candidates were gathered in.
+    """
+    ids = sorted(scores, key=lambda i: (scores[i], order.get(i, ""), i), reverse=True)
     return {fid: n for n, fid in enumerate(ids, 1)}
 
 
@@ -173,7 +177,7 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
             total = sum(w / (c + ranks[fid]) for w, ranks in ((scoring.semantic_weight, by_sem),
                         (scoring.lexical_weight, by_lex), (w_g, by_graph)) if fid in ranks)
             out.append(Scored(fid, total, sem.get(fid, 0.0), graph.get(fid, 0.0), lexical.get(fid, 0.0)))
-    out.sort(key=lambda s: (s.score, recency.get(s.fact_id, "")), reverse=True)
+    out.sort(key=lambda s: (s.score, recency.get(s.fact_id, ""), s.fact_id), reverse=True)
     return out
 
 
@@ -217,12 +221,28 @@ def newer_first(ranked: Sequence[Scored], vectors: Mapping[str, Any], subjects: 
     return out, newest
 
 
-#: At most this many facts are read per hop to find the graph candidates (then ranked by match).
+#: At most this many facts are read to find the graph candidates (then ranked by match).
 _GRAPH_SCAN = 20_000
+#: Facts built beyond ``limit`` so that one retired by a concurrent write can be replaced.
+_SPARE = 5
+#: Columns of :meth:`RecordStore.ranking_rows`.
+_ID, _SUBJECT, _SUBJECT_ID, _OBJECT_ID, _FROM, _UNTIL, _SUPERSEDED, _VECTOR = range(8)
+
+
+def _holds(row: tuple, as_of: str | None) -> bool:
+    """Whether a ranking row is current (``as_of`` None) or valid at ``as_of``, on the stored ISO strings."""
+    if as_of is None:
+        return row[_UNTIL] is None and row[_SUPERSEDED] is None
+    return row[_FROM] <= as_of and (row[_UNTIL] is None or as_of < row[_UNTIL])
 
 
 class Retriever:
     """GetContext over the stores: candidates (semantic, lexical, graph, as_of) → scores → facts.
+
+    The query path handles ids and numbers first and records last: the candidates of
+    every signal are gathered as ids with their scores, the rows they need for ranking
+    are read as plain values (:meth:`RecordStore.ranking_rows`: validity as stored ISO
+    strings, entity ids, the vector), and only the facts that make the cut are built.
 
     Args:
         records, vectors, graph: the stores.
@@ -239,82 +259,111 @@ class Retriever:
 
     def get_context(self, query: ContextQuery) -> list[Fact]:
         """The most relevant facts current at ``query.as_of`` (now by default), best first."""
+        return self._search(query)[0]
+
+    def _search(self, query: ContextQuery) -> tuple[list[Fact], list[str]]:
+        """The GetContext facts, and the ids of the entities they name (subject, then object), in order."""
         if not query.text.strip():
-            return []
+            return [], []
         scoring, user, when = query.scoring, query.user_id, query.as_of
+        as_of = iso(when) if when else None
         vector = self.embedder.embed_query(f"{query.asker}: {query.text}" if query.asker else query.text)
         self._catch_up()
         k = max(scoring.semantic_candidates, scoring.context_limit)
         semantic = dict(self.vectors.query(user, "current", vector, k))
         if when is not None:
             semantic.update(self.vectors.query(user, "history", vector, k))
-        lexical = (self.records.lexical_search(user, query.text, limit=scoring.lexical_candidates,
-                                               as_of=iso(when) if when else None,
+        lexical = (self.records.lexical_search(user, query.text, limit=scoring.lexical_candidates, as_of=as_of,
                                                context_weight=scoring.lexical_context_weight)
                    if scoring.lexical_weight else {})
-        use_graph = scoring.graph_hops and (scoring.graph_weight or scoring.require_both)
-        graph, asker = self._graph_match(query, set(semantic) | set(lexical), vector) if use_graph else ({}, set())
-        missing = [f for f in set(graph) | set(lexical) if f not in semantic]
-        vectors = self.records.fact_vectors(user, missing) if missing else {}
-        for fid, vec in vectors.items():
-            semantic[fid] = float(vec @ vector)
-        facts = self.records.get_facts(user, list(set(semantic) | set(graph)))
-        valid = {i: f for i, f in facts.items() if (f.valid_at(when) if when else f.is_current)}
-        recency = {i: iso(f.valid_from) for i, f in valid.items()}
-        ranked = score_candidates({i: s for i, s in semantic.items() if i in valid},
-                                  {i: g for i, g in graph.items() if i in valid}, scoring,
+        whole_graph = scoring.graph_mode == "candidates" or scoring.require_both  # else the graph only ranks
+        ids = set(semantic) | set(lexical)
+        frontiers: list[set[str]] = []
+        asker_id = None
+        if scoring.graph_hops and (scoring.graph_weight or scoring.require_both) and (ids or whole_graph):
+            frontiers, asker_id = self._frontiers(query, as_of)
+            if whole_graph and frontiers:
+                ids.update(self.records.facts_touching(user, list(set().union(*frontiers)), as_of=as_of,
+                                                       limit=_GRAPH_SCAN))
+        valid = {r[_ID]: r for r in self.records.ranking_rows(user, list(ids)) if _holds(r, as_of)}
+        graph = self._graph_scores(valid, frontiers, scoring, vector, capped=whole_graph)
+        for fid in (set(graph) | set(lexical)) - set(semantic):
+            if fid in valid:
+                semantic[fid] = float(valid[fid][_VECTOR] @ vector)
+        recency = {i: r[_FROM] for i, r in valid.items()}
+        asker = {i for i in graph if asker_id in (valid[i][_SUBJECT_ID], valid[i][_OBJECT_ID])} if asker_id else set()
+        ranked = score_candidates({i: s for i, s in semantic.items() if i in valid}, graph, scoring,
                                   lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker,
                                   recency=recency)
         ranked = ranked[: 2 * scoring.context_limit]  # a newer near-duplicate may come from just below the cut
         older: dict[str, str] = {}
         if scoring.newer_first_similarity < 1.0 and len(ranked) > 1:
             top = [s.fact_id for s in ranked]
-            own = {**{i: v for i, v in vectors.items() if i in top},
-                   **self.records.fact_vectors(user, [i for i in top if i not in vectors])}
-            ranked, older = newer_first(ranked, own, {i: valid[i].subject.casefold() for i in top}, recency,
+            ranked, older = newer_first(ranked, {i: valid[i][_VECTOR] for i in top},
+                                        {i: valid[i][_SUBJECT].casefold() for i in top}, recency,
                                         scoring.newer_first_similarity)
-        return [valid[s.fact_id].with_scores(round(s.score, 6), round(s.semantic, 6), s.graph,
-                                             lexical=round(s.lexical, 6), newer=older.get(s.fact_id))
-                for s in ranked[: scoring.context_limit]]
+        ranked = ranked[: scoring.context_limit + _SPARE]
+        facts = self.records.get_facts(user, [s.fact_id for s in ranked])
+        out: list[Fact] = []
+        for s in ranked:
+            f = facts.get(s.fact_id)
+            if f is None or not (f.valid_at(when) if when else f.is_current):  # changed since it was ranked
+                continue
+            out.append(f.with_scores(round(s.score, 6), round(s.semantic, 6), s.graph, lexical=round(s.lexical, 6),
+                                     newer=older.get(s.fact_id)))
+            if len(out) == scoring.context_limit:
+                break
+        entity_ids = [e for f in out for e in (valid[f.id][_SUBJECT_ID], valid[f.id][_OBJECT_ID]) if e]
+        return out, list(dict.fromkeys(entity_ids))
 
-    def _graph_match(self, query: ContextQuery, matched: set[str], vector: Any) -> tuple[dict[str, float], set[str]]:
-        """Facts within ``graph_hops`` of an entity the text names, scored by hop.
+    def _frontiers(self, query: ContextQuery, as_of: str | None) -> tuple[list[set[str]], str | None]:
+        """The entities the text names, then those one hop further, … up to ``graph_hops``; and the asker's id.
 
-        With ``graph_mode="boost"`` only the facts in ``matched`` (found by meaning or
-        words) are looked up; with ``candidates``, every such fact up to
-        ``graph_candidates`` (the caller ranks them by their match before the cap).
+        ``frontiers[h]`` holds the entities exactly ``h`` hops from a named one over
+        current (or as-of) facts.
         """
         scoring, user = query.scoring, query.user_id
-        as_of = iso(query.as_of) if query.as_of else None
         names = input_aliases(query.text) + ([normalize_name(query.asker)] if query.asker else [])
         if self._assistant and mentions_second_person(query.text):
             names.append(normalize_name(self._assistant))
         found = self.records.entity_ids_for_aliases(user, names)
-        named = set(found.values())
-        only = matched if scoring.graph_mode == "boost" and not scoring.require_both else None
-        if only is not None and not only:
-            return {}, set()
         asker_id = found.get(normalize_name(query.asker)) if query.asker else None
         if scoring.asker_weight == scoring.graph_weight:
             asker_id = None  # the asker's facts weigh what any named entity's do
-        asker = set(self.records.facts_touching(user, [asker_id], as_of=as_of, among=only, limit=_GRAPH_SCAN)
-                    if asker_id else [])
-        scores: dict[str, float] = {}
-        frontier, seen = named, set(named)
+        frontiers: list[set[str]] = []
+        frontier = set(found.values())
+        seen = set(frontier)
         for hop in range(scoring.graph_hops):
             if not frontier:
                 break
-            for fid in self.records.facts_touching(user, list(frontier), as_of=as_of, among=only,
-                                                   limit=_GRAPH_SCAN):
-                scores.setdefault(fid, scoring.hop_scores[hop])
+            frontiers.append(frontier)
             if hop + 1 < scoring.graph_hops:  # else the next hop adds nothing
-                frontier = self.graph.neighbours(user, list(frontier), as_of=as_of) - seen
+                frontier = self.records.neighbours(user, list(frontier), as_of=as_of) - seen
                 seen |= frontier
-        if only is None and len(scores) > scoring.graph_candidates:  # cap by match, not by age
-            cos = {i: float(v @ vector) for i, v in self.records.fact_vectors(user, list(scores)).items()}
-            keep = sorted(scores, key=lambda i: (scores[i], cos.get(i, 0.0)), reverse=True)[: scoring.graph_candidates]
+        return frontiers, asker_id
+
+    @staticmethod
+    def _graph_scores(valid: Mapping[str, tuple], frontiers: Sequence[set[str]], scoring: ScoringSettings,
+                      vector: Any, *, capped: bool) -> dict[str, float]:
+        """Hop score of each candidate that touches an entity of a frontier (the nearest one counts).
+
+        With the whole graph as candidates (``capped``), at most ``graph_candidates`` are
+        kept, ranked by hop and then by cosine, so the cap drops the worst matches, not
+        the oldest facts.
+        """
+        if not frontiers:
+            return {}
+        scores: dict[str, float] = {}
+        for fid, row in valid.items():
+            for hop, frontier in enumerate(frontiers):
+                if row[_SUBJECT_ID] in frontier or row[_OBJECT_ID] in frontier:
+                    scores[fid] = scoring.hop_scores[hop]
+                    break
+        if capped and len(scores) > scoring.graph_candidates:
+            cos = {i: float(valid[i][_VECTOR] @ vector) for i in scores}
+            keep = sorted(scores, key=lambda i: (scores[i], cos[i]), reverse=True)[: scoring.graph_candidates]
             scores = {i: scores[i] for i in keep}
-        return scores, asker & set(scores)
+        return scores
 
     def entity_id(self, name: Any, user_id: str) -> str:
         """The id of the user's entity called ``name`` (or one of its aliases).
@@ -342,11 +391,7 @@ class Retriever:
 
     def context_block(self, query: ContextQuery, *, max_entities: int = 5) -> str:
         """The GetContext facts with their dates, and the summaries of the entities they name."""
-        facts = self.get_context(query)
-        names: list[str] = []
-        for f in facts:
-            names += [normalize_name(f.subject), normalize_name(f.object)]
-        ids = list(dict.fromkeys(self.records.entity_ids_for_aliases(query.user_id, names).values()))
+        facts, ids = self._search(query)  # the entity ids come with the facts: no second lookup
         entities = self.records.get_entities(query.user_id, ids)
         ordered = [entities[i] for i in ids if i in entities][:max_entities]
         return render_context_block(facts, ordered, as_of=query.as_of)

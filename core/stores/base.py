@@ -97,11 +97,6 @@ class GraphIndex(Protocol):
         """Delete relationships given ``(fact_id, subject_id, object_id)``."""
         ...
 
-    def neighbours(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
-                   limit: int = 200) -> set[str]:
-        """Entities one hop from ``entity_ids`` over current (or as-of) facts."""
-        ...
-
     def related(self, user_id: str, entity_id: str, *, hops: int = 2, limit: int = 10) -> list[str]:
         """Distinct entity ids within ``1..hops`` hops, excluding the start."""
         ...

@@ -305,6 +305,40 @@ class RecordStore:
         rows = self._rows_in("SELECT id, embedding FROM facts WHERE user_id = ? AND id IN ({ids})", ids, [user_id])
         return {fid: np.frombuffer(blob, dtype=np.float32) for fid, blob in rows}
 
+    def ranking_rows(self, user_id: str, ids: Sequence[str]) -> list[tuple]:
+        """What ranking needs of some facts of one user, as plain values: no records are built.
+
+        Rows are ``(id, subject, subject_id, object_id, valid_from, valid_until, superseded_by, vector)``
+        with the times as the stored ISO strings (their order is time order) and the vector
+        a read-only float32 array over the stored blob.
+        """
+        rows = self._rows_in("SELECT id, subject, subject_id, object_id, valid_from, valid_until, superseded_by, "
+                             "embedding FROM facts WHERE user_id = ? AND id IN ({ids})", ids, [user_id])
+        return [(*r[:7], np.frombuffer(r[7], dtype=np.float32)) for r in rows]
+
+    def neighbours(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
+                   limit: int = 200) -> set[str]:
+        """Entities one hop from ``entity_ids`` over the user's current (or as-of) facts.
+
+        The adjacency the graph index holds (an edge per fact with an object entity),
+        read from the record store's own indexes on ``(user_id, subject_id)`` and
+        ``(user_id, object_id)``: one indexed lookup instead of a query to the graph
+        process, and never behind the last write.
+        """
+        if not entity_ids:
+            return set()
+        marks = ",".join("?" * len(entity_ids))
+        if as_of is None:
+            when, times = "valid_until IS NULL AND superseded_by IS NULL", []
+        else:
+            when, times = "valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)", [as_of, as_of]
+        sql = (f"SELECT object_id FROM facts WHERE user_id = ? AND subject_id IN ({marks}) AND object_id IS NOT NULL "
+               f"AND object_id NOT IN ({marks}) AND {when} UNION SELECT subject_id FROM facts WHERE user_id = ? "
+               f"AND object_id IN ({marks}) AND subject_id NOT IN ({marks}) AND {when} LIMIT ?")
+        ids = list(entity_ids)
+        rows = self._rows(sql, [user_id, *ids, *ids, *times, user_id, *ids, *ids, *times, limit])
+        return {r[0] for r in rows}
+
     def current_facts_about(self, user_id: str, entity_ids: Sequence[str], *, limit: int = 10_000) -> list[Fact]:
         """Current facts whose subject is one of ``entity_ids``."""
         if not entity_ids:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..models import Entity, Fact, to_utc
+from ..models import Entity, Fact, to_utc, unchecked
 
 __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "StoredFact", "blob", "entity_from_row", "fact_from_row",
            "iso", "parse_time"]
@@ -113,14 +113,17 @@ class StoredFact:
     embedding: np.ndarray
 
 
-def fact_from_row(row: Sequence[Any]) -> Fact:
-    """A Fact from a row of :data:`FACT_COLUMNS`."""
-    return Fact(
-        id=row[0], user_id=row[1], episode_id=row[2], subject=row[3], predicate=row[4],
-        object=row[5], content=row[6], confidence=row[7], valid_from=parse_time(row[8]),
+def fact_from_row(row: Sequence[Any], **scores: Any) -> Fact:
+    """A Fact from a row of :data:`FACT_COLUMNS` (and retrieval ``scores``), not checked again.
+
+    Every stored fact was checked when it was written, so the row is trusted
+    (:func:`~zep_core.models.unchecked`): reading back costs no validation.
+    """
+    return unchecked(
+        Fact, id=row[0], user_id=row[1], episode_id=row[2], subject=row[3], predicate=row[4],
+        object=row[5], content=row[6], confidence=float(row[7]), valid_from=parse_time(row[8]),
         valid_until=parse_time(row[9]), superseded_by=row[10], created_at=parse_time(row[11]),
-        expired_at=parse_time(row[12]), source_message_ids=tuple(json.loads(row[13])),
-    )
+        expired_at=parse_time(row[12]), source_message_ids=tuple(json.loads(row[13])), **scores)
 
 
 def entity_from_row(row: Sequence[Any], aliases: Sequence[str] = ()) -> Entity:
