@@ -87,27 +87,39 @@ class Maintenance:
             self.rebuild(reembed=reembed)
         elif self.config.on_missing_index != "ignore":
             self._check_indexes(data_dir)
+        self._drop_retired_vectors()
         self.sync.drain()
+
+    def _drop_retired_vectors(self) -> None:
+        """Once per folder: delete the entity-name collections older versions wrote and nothing read."""
+        drop = getattr(self.vectors, "drop_retired", None)
+        if drop is None or self.records.get_meta("retired_vectors") == "dropped":
+            return
+        dropped = drop()
+        if dropped:
+            log.info("dropped %d entity-vector collections that nothing reads", dropped)
+        self.records.set_meta("retired_vectors", "dropped")
 
     def missing_indexes(self) -> list[str]:
         """The indexes that hold nothing of what SQLite says they must, looked up by key (cheap).
 
-        The vector index must hold entity vectors of the user of the oldest entity whose
-        index write was applied (none queued or quarantined); the graph must hold the edge
-        of the oldest such fact between two entities (or, with no such fact, that user's
-        nodes). An index that was deleted, emptied or never copied holds neither.
+        The vector index must hold fact vectors of the user of the oldest fact whose index
+        write was applied (none queued or quarantined); the graph must hold the edge of the
+        oldest such fact between two entities (or, with no such fact, the nodes of the user
+        of the oldest applied entity). An index that was deleted, emptied or never copied
+        holds neither.
         """
-        entity = self.records.indexed_entity_sample()
-        if entity is None:
+        entity, fact = self.records.indexed_entity_sample(), self.records.indexed_fact_sample()
+        if entity is None and fact is None:
             return []
         missing = []
-        if self.vectors.count(entity[0], "entity") == 0:
+        if fact is not None and not any(self.vectors.count(fact[0], kind) for kind in VECTOR_KINDS):
             missing.append("the vector index (Chroma)")
         edge = self.records.indexed_edge_sample()
         if edge is not None:
             graph_empty = not self.graph.related(edge[0], edge[1], hops=1, limit=1)
         else:
-            graph_empty = not self.graph.snapshot(entity[0])[0]
+            graph_empty = entity is not None and not self.graph.snapshot(entity[0])[0]
         if graph_empty:
             missing.append("the graph index (Kùzu)")
         return missing
@@ -274,7 +286,6 @@ class Maintenance:
             note("stale_in_chroma_current", c_cur - current)
             note("history_missing_in_chroma", history - c_hist)
             note("stale_in_chroma_history", c_hist - history)
-            note("entities_missing_in_chroma", entities - self.vectors.ids(user, "entity"))
             note("edges_missing_in_graph", set(edges) - set(g_edges))
             note("edge_state_differs", {f for f, cur in edges.items() if f in g_edges and g_edges[f] != cur})
             note("entities_missing_in_graph", entities - g_nodes)

@@ -46,7 +46,7 @@ log = logging.getLogger("zep_core")
 class OpKind(str, enum.Enum):
     """What an outbox row asks the indexes to do."""
 
-    ENTITY = "entity"            # index an entity (node + name vector)
+    ENTITY = "entity"            # index an entity (its graph node)
     FACT = "fact"                # bring one fact's vector and edge in line with SQLite
     FORGET_USER = "forget_user"  # drop everything of a user
 
@@ -251,7 +251,7 @@ class IndexSync:
     def _indexes_answer(self, user_id: str) -> bool:
         """Whether both indexes answer a cheap read (else a failure is theirs, not a row's)."""
         try:
-            self.vectors.count(user_id, "entity")
+            self.vectors.count(user_id, "current")
             self.graph.related(user_id, "", hops=1, limit=1)
         except Exception:
             return False
@@ -292,28 +292,20 @@ class IndexSync:
         return int(dim) if dim.isdigit() else None
 
     def sync_entities(self, ids: Sequence[str]) -> dict[str, str]:
-        """Make both indexes hold these entities as SQLite has them.
+        """Make the graph index hold these entities as SQLite has them.
+
+        An entity is a node of the graph and nothing in the vector index: nothing read
+        entity-name vectors there, so they are no longer written (SQLite keeps each
+        name's vector, exported with the user).
 
         Returns:
-            Entities whose vector could not be indexed (their node is), each with why.
+            Entities that could not be indexed, each with why (none: a node always can be).
 
         """
         rows = self.records.entity_rows(list(dict.fromkeys(ids)))
-        if not rows:
-            return {}
-        self.graph.upsert_entities(EntityNode(e.id, e.user_id, e.name, e.entity_type) for e, _ in rows)
-        dimension = self._dimension()
-        left_out: dict[str, str] = {}
-        by_user: dict[str, list[tuple[str, np.ndarray]]] = {}
-        for e, v in rows:
-            why = unusable_vector(v, dimension)
-            if why:
-                left_out[e.id] = _vector_left_out(why)
-                continue
-            by_user.setdefault(e.user_id, []).append((e.id, v))
-        for user, items in by_user.items():
-            self.vectors.upsert(user, "entity", [i for i, _ in items], np.stack([v for _, v in items]))
-        return left_out
+        if rows:
+            self.graph.upsert_entities(EntityNode(e.id, e.user_id, e.name, e.entity_type) for e, _ in rows)
+        return {}
 
     def sync_facts(self, changes: Mapping[str, set[FactChange]]) -> dict[str, str]:
         """Make Chroma and Kùzu hold each fact as SQLite has it now.

@@ -14,10 +14,13 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["EntityNode", "FactEdge", "GraphIndex", "VectorIndex", "VECTOR_KINDS"]
+__all__ = ["EntityNode", "FactEdge", "GraphIndex", "VectorIndex", "VECTOR_KINDS", "RETIRED_VECTOR_KINDS"]
 
-#: Collections kept per user: current facts (the hot path), superseded ones, entities.
-VECTOR_KINDS = ("current", "history", "entity")
+#: Collections kept per user: current facts (the hot path) and superseded ones (searched for ``as_of``).
+VECTOR_KINDS = ("current", "history")
+#: Kinds older versions kept and nothing reads any more (entity-name vectors): dropped with a
+#: user, by a reset, and once from a folder that still has them.
+RETIRED_VECTOR_KINDS = ("entity",)
 
 
 @runtime_checkable

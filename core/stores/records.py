@@ -659,6 +659,11 @@ class RecordStore:
         rows = self._rows("SELECT id, user_id FROM entities ORDER BY rowid LIMIT ?", [scan])
         return self._first_applied("entity", rows)
 
+    def indexed_fact_sample(self, scan: int = 50) -> tuple[str, str] | None:
+        """``(user_id, fact_id)`` of the oldest fact the vector index must already hold, if any."""
+        rows = self._rows("SELECT id, user_id FROM facts ORDER BY rowid LIMIT ?", [scan])
+        return self._first_applied("fact", rows)
+
     def indexed_edge_sample(self, scan: int = 50) -> tuple[str, str] | None:
         """``(user_id, subject_id)`` of the oldest fact between two entities that the graph must already hold."""
         rows = self._rows("SELECT id, user_id, subject_id FROM facts WHERE object_id IS NOT NULL "

@@ -3,8 +3,10 @@
 Layout (see FACTS.md: a ``where`` filter is Chroma's slow path, 82 ms vs 2.5 ms at
 100k): one collection per user and kind, so the hot query needs no filter —
 ``<user>_current`` holds a user's current facts, ``<user>_history`` the superseded
-ones (searched only for ``as_of``), ``<user>_entity`` entity names. Collection names
-are hashes of the user id, so ids never reach a file name.
+ones (searched only for ``as_of``). Older versions also kept ``<user>_entity`` (entity
+names), which nothing read; it is dropped with the user and once from an old folder.
+Collection names are hashes of the user id, so ids never reach a file name. The
+embedded index keeps its metadata database in WAL mode (:func:`_write_ahead_log`).
 
 Embedded (``PersistentClient`` in ``<data>/chroma``) or a Chroma server by URL
 (``chroma run``, reached through ``HttpClient``). A server may be shared by several
@@ -31,7 +33,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import StoreError
-from .base import VECTOR_KINDS
+from .base import RETIRED_VECTOR_KINDS, VECTOR_KINDS
 
 __all__ = ["ChromaVectorIndex", "collection_name"]
 
@@ -40,20 +42,28 @@ _MAX_BATCH = 5000
 _NAMESPACE_FILE = "server_namespace"
 _NAMESPACE = re.compile(r"[0-9a-z]{1,32}")
 _T = TypeVar("_T")
+#: Cosine space; the HNSW graph written to disk every 50 new vectors instead of Chroma's 1,000.
+#: Chroma keeps every vector not yet in a persisted graph in its log (``embeddings_queue``)
+#: and replays it when a collection is first opened. With one small collection per user a
+#: collection rarely reached 1,000, so the log kept nearly every vector ever written (2.2 kB
+#: per fact on disk, beside the graph) and each first query replayed it; at 50 the log is
+#: purged as it goes, upserts got faster and first queries twice as fast (bench/findings.md).
+#: Existing collections keep the threshold they were created with until ``zep-memory rebuild``.
+_CONFIGURATION = {"hnsw": {"space": "cosine", "sync_threshold": 50}}
 
 
 def collection_name(user_id: str, kind: str, namespace: str | None = None) -> str:
     """The collection holding ``kind`` vectors of ``user_id`` (in ``namespace``, if any)."""
-    if kind not in VECTOR_KINDS:
+    if kind not in VECTOR_KINDS + RETIRED_VECTOR_KINDS:
         raise ValueError(f"unknown vector kind {kind!r}")
     digest = hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:32]
     middle = f"{namespace}_" if namespace else ""
     return f"{_PREFIX}{middle}{digest}_{kind}"
 
 
-def _own_names(namespace: str | None) -> re.Pattern[str]:
+def _own_names(namespace: str | None, kinds: Sequence[str] = VECTOR_KINDS + RETIRED_VECTOR_KINDS) -> re.Pattern[str]:
     middle = f"{re.escape(namespace)}_" if namespace else ""
-    return re.compile(f"{_PREFIX}{middle}[0-9a-f]{{32}}_({'|'.join(VECTOR_KINDS)})")
+    return re.compile(f"{_PREFIX}{middle}[0-9a-f]{{32}}_({'|'.join(kinds)})")
 
 
 def _folder_namespace(path: Path) -> str:
@@ -105,12 +115,17 @@ class ChromaVectorIndex:
             namespace = _folder_namespace(Path(path))
         self.namespace = namespace
         self.url = url
+        self.path = Path(path).resolve() if path is not None else None
         settings = Settings(anonymized_telemetry=False, allow_reset=False)
         try:
             if url:
                 self.client = chromadb.HttpClient(**_http_args(url), settings=settings)
             else:
-                self.client = chromadb.PersistentClient(path=str(path), settings=settings)
+                with _OPEN_LOCK:
+                    if not _OPEN.get(self.path):  # see _write_ahead_log: only while Chroma has it closed
+                        _write_ahead_log(self.path)
+                    self.client = chromadb.PersistentClient(path=str(path), settings=settings)
+                    _OPEN[self.path] = _OPEN.get(self.path, 0) + 1
         except Exception as exc:  # chromadb raises many types
             hint = (" Start one with `chroma run --path DIR --host HOST --port PORT`, or leave out "
                     "chroma_url to use the embedded index." if url else "")
@@ -132,7 +147,7 @@ class ChromaVectorIndex:
             try:
                 if create:
                     col = self.client.get_or_create_collection(
-                        name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+                        name, embedding_function=None, configuration=_CONFIGURATION)
                 else:
                     col = self.client.get_collection(name, embedding_function=None)
             except Exception as exc:
@@ -208,8 +223,8 @@ class ChromaVectorIndex:
         return self._call(user_id, kind, "count", lambda col: int(col.count()), create=False, missing=0)
 
     def drop_user(self, user_id: str) -> None:
-        """Delete the user's collections."""
-        for kind in VECTOR_KINDS:
+        """Delete the user's collections (those of retired kinds too)."""
+        for kind in VECTOR_KINDS + RETIRED_VECTOR_KINDS:
             name = self._name(user_id, kind)
             with self._lock:
                 self._collections.pop(name, None)
@@ -231,6 +246,22 @@ class ChromaVectorIndex:
             except Exception as exc:
                 raise StoreError(f"Chroma reset failed: {exc}") from exc
 
+    def drop_retired(self) -> int:
+        """Delete this index's collections of retired kinds (older versions' entity vectors); return how many."""
+        retired = _own_names(self.namespace, RETIRED_VECTOR_KINDS)
+        dropped = 0
+        with self._lock:
+            try:
+                for col in self.client.list_collections():
+                    name = str(getattr(col, "name", col))
+                    if retired.fullmatch(name):
+                        self._collections.pop(name, None)
+                        self.client.delete_collection(name)
+                        dropped += 1
+            except Exception as exc:
+                raise StoreError(f"Chroma could not drop the retired collections: {exc}") from exc
+        return dropped
+
     def close(self) -> None:
         """Drop cached handles and release Chroma's per-folder system.
 
@@ -240,8 +271,67 @@ class ChromaVectorIndex:
         """
         self._collections.clear()
         close = getattr(self.client, "close", None)
+        if getattr(self, "_closed", False):
+            return
+        self._closed = True
         if close is not None:
             close()
+        if self.url is None and self.path is not None:
+            with _OPEN_LOCK:
+                _OPEN[self.path] = left = _OPEN.get(self.path, 1) - 1
+            if not left:
+                _wait_released(self.path)
+
+
+#: Embedded Chroma folders this process has a client open on, with how many.
+_OPEN: dict[Path, int] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def _write_ahead_log(path: Path) -> None:
+    """Put Chroma's metadata database in WAL mode before Chroma opens it.
+
+    Chroma creates ``chroma.sqlite3`` in rollback-journal mode, so every upsert pays a
+    journal file and its syncs (bench/findings.md has the cost of each). The mode is kept
+    in the file and Chroma leaves it as it finds it, so it is set once, here, before the
+    client starts; a new folder gets an empty database in WAL mode, which Chroma fills.
+
+    Only call it while no Chroma client of this process has the file open: Chroma links
+    its own SQLite, and closing any other descriptor of the file in the same process
+    drops the POSIX locks Chroma's SQLite holds on it. The mode is read from the file
+    header (bytes 18-19 are 2 in WAL mode), so a folder already in WAL is not opened.
+    """
+    import sqlite3
+
+    path.mkdir(parents=True, exist_ok=True)
+    db = path / "chroma.sqlite3"
+    if db.is_file():
+        with db.open("rb") as f:
+            header = f.read(20)
+        if header[18:20] == b"\x02\x02":
+            return
+    conn = sqlite3.connect(str(db), timeout=5)
+    try:
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+    finally:
+        conn.close()
+
+
+def _wait_released(path: Path, timeout_s: float = 2.0) -> None:
+    """Wait until Chroma has closed its metadata database after ``close()``.
+
+    Chroma's Rust core closes its SQLite connections on a background task after the
+    client is closed. The last connection to close checkpoints the write-ahead log into
+    ``chroma.sqlite3`` and deletes ``chroma.sqlite3-wal``, so once that file is gone the
+    folder is whole and can be copied, moved or deleted.
+    """
+    import time
+
+    wal = path / "chroma.sqlite3-wal"
+    deadline = time.monotonic() + timeout_s
+    while wal.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def _http_args(url: str) -> dict[str, Any]:

@@ -123,19 +123,20 @@ def test_a_fact_naming_an_entity_that_is_gone_keeps_its_vector_and_is_reported(m
 def test_a_write_the_index_refuses_is_isolated_and_the_rest_applied(make_memory, tmp_path):
     data = tmp_path / "data"
     two_users(make_memory, data)
-    index = ChromaVectorIndex(data / "chroma")  # bob's entity collection now takes 3-d vectors only
-    name = collection_name("bob", "entity")
+    index = ChromaVectorIndex(data / "chroma")  # bob's current collection now takes 3-d vectors only
+    name = collection_name("bob", "current")
     index.client.delete_collection(name)
     index.client.create_collection(name, embedding_function=None).add(ids=["x"], embeddings=[[1.0, 0.0, 0.0]])
     index.close()
-    bob_entity, alice_entity = (sql(data, "SELECT id FROM entities WHERE user_id = ? LIMIT 1", [u])[0][0]
-                                for u in ("bob", "alice"))
-    for user, entity in (("alice", alice_entity), ("bob", bob_entity), ("alice", alice_entity)):
-        sql(data, "INSERT INTO outbox(op, user_id, ref_id) VALUES ('entity', ?, ?)", [user, entity])
+    bob_fact, alice_fact = fact_of(data, "bob", "coffee"), fact_of(data, "alice", "tea")
+    for user, fact in (("alice", alice_fact), ("bob", bob_fact), ("alice", alice_fact)):
+        queue_fact_write(data, user, fact)
 
     memory = make_memory(data)
-    [entry] = memory.check_consistency()["quarantined_index_writes"]
-    assert entry.startswith(f"entity {bob_entity} of bob: the index refused it") and "rebuild" in entry
+    problems = memory.check_consistency()
+    [entry] = problems.pop("quarantined_index_writes")
+    assert entry.startswith(f"fact {bob_fact} of bob: the index refused it") and "rebuild" in entry
+    assert set(problems) <= {"current_missing_in_chroma", "stale_in_chroma_current"}  # bob's broken collection
     assert memory.stats()["pending_index_writes"] == 0 and "Paris" in where_lives(memory, "alice")
     memory.rebuild()
     assert memory.check_consistency() == {} and memory.stats()["quarantined_index_writes"] == 0

@@ -165,3 +165,57 @@ def test_scripted_contradiction_survives_reopen(make_memory, tmp_path):
     m.close()
     again = make_memory(tmp_path / "d")
     assert [f.object for f in again.entity_history("Alice", user_id="alice")] == ["Paris"]
+
+
+def _journal_mode(data) -> str:
+    import sqlite3
+
+    conn = sqlite3.connect(str(data / "chroma" / "chroma.sqlite3"))
+    try:
+        return conn.execute("PRAGMA journal_mode").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_chroma_metadata_is_in_wal_mode_when_created_and_after_every_reopen(make_memory, tmp_path):
+    import sqlite3
+
+    data = tmp_path / "data"
+    memory = make_memory(data)
+    talk(memory, "alice", "I live in Paris.")
+    memory.close()
+    assert _journal_mode(data) == "wal"
+    conn = sqlite3.connect(str(data / "chroma" / "chroma.sqlite3"))  # as a folder from an older version has it
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    assert _journal_mode(data) == "delete"
+    memory = make_memory(data)
+    talk(memory, "alice", "I moved to Berlin.", session="s2")
+    assert "Berlin" in memory.context_block("Where does Alice live?", user_id="alice")
+    memory.close()
+    assert _journal_mode(data) == "wal"
+    assert not (data / "chroma" / "chroma.sqlite3-wal").exists()  # closed: the log is folded back in
+
+
+def test_a_folder_from_an_older_version_loses_its_unread_entity_collections(make_memory, tmp_path):
+    import sqlite3
+
+    from zep_core.stores.vectors import ChromaVectorIndex
+
+    data = tmp_path / "data"
+    memory = make_memory(data)
+    talk(memory, "alice", "I live in Paris.")
+    memory.close()
+    index = ChromaVectorIndex(data / "chroma")  # what an older version wrote beside the fact vectors
+    index.client.create_collection(collection_name("alice", "entity"), embedding_function=None).add(
+        ids=["e1"], embeddings=[[1.0] * 384])
+    index.close()
+    conn = sqlite3.connect(str(data / "zep.db"))  # and with no record of having dropped them
+    with conn:
+        conn.execute("DELETE FROM meta WHERE key = 'retired_vectors'")
+    conn.close()
+    memory = make_memory(data)
+    names = {c.name for c in memory._stores.vectors.client.list_collections()}
+    assert collection_name("alice", "entity") not in names and collection_name("alice", "current") in names
+    assert memory.check_consistency() == {} and "Paris" in memory.context_block("Where do I live?", user_id="alice",
+                                                                                speaker="Alice")

@@ -59,10 +59,10 @@ def test_query_asks_for_more_than_stored_and_gets_what_there_is(index):
 def test_ids_lists_every_stored_id_per_user_and_kind(index):
     index.upsert("alice", "current", ["f1", "f2"], np.stack([axis(0), axis(1)]))
     index.upsert("alice", "history", ["f0"], axis(2)[None, :])
-    index.upsert("alice", "entity", ["e1"], axis(3)[None, :])
+    index.upsert("bob", "history", ["b1"], axis(3)[None, :])
     assert index.ids("alice", "current") == {"f1", "f2"}
     assert index.ids("alice", "history") == {"f0"}
-    assert index.ids("alice", "entity") == {"e1"}
+    assert index.ids("bob", "history") == {"b1"} and index.ids("bob", "current") == set()
 
 
 def test_count_says_how_many_vectors_a_user_and_kind_hold(index):
@@ -104,10 +104,10 @@ def test_users_never_see_each_others_vectors(index):
 def test_drop_user_removes_only_that_user(index):
     for user in ("alice", "bob"):
         index.upsert(user, "current", [f"{user}-1"], axis(0)[None, :])
-        index.upsert(user, "entity", [f"{user}-e"], axis(1)[None, :])
+        index.upsert(user, "history", [f"{user}-h"], axis(1)[None, :])
     index.drop_user("alice")
-    assert index.ids("alice", "current") == set() and index.ids("alice", "entity") == set()
-    assert index.ids("bob", "current") == {"bob-1"} and index.ids("bob", "entity") == {"bob-e"}
+    assert index.ids("alice", "current") == set() and index.ids("alice", "history") == set()
+    assert index.ids("bob", "current") == {"bob-1"} and index.ids("bob", "history") == {"bob-h"}
     index.drop_user("alice")  # dropping twice is fine
     index.upsert("alice", "current", ["again"], axis(2)[None, :])
     assert index.ids("alice", "current") == {"again"}
