@@ -42,6 +42,12 @@ class CacheInfo(NamedTuple):
     currsize: int
 
 
+#: Embedding threads, created on first use and shared by every LocalEmbedder of the process
+#: (per thread count): opening many memories, or a memory per test, starts no new threads.
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
 def _require(path: Path) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"embedding model file missing: {path} ({_REBUILD_HINT})")
@@ -185,10 +191,15 @@ class LocalEmbedder:
         return out
 
     def _get_pool(self) -> ThreadPoolExecutor:
-        with self._session_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="zep-embed")
-            return self._pool
+        """The process's embedding threads: one pool per thread count, shared by every embedder."""
+        if self._pool is None:
+            with _POOLS_LOCK:
+                pool = _POOLS.get(self.threads)
+                if pool is None:
+                    pool = _POOLS[self.threads] = ThreadPoolExecutor(max_workers=self.threads,
+                                                                     thread_name_prefix="zep-embed")
+                self._pool = pool
+        return self._pool
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one text, remembering the last ``cache_size`` results.

@@ -182,3 +182,13 @@ module.LocalEmbedder().embed(["x"])
 print(seen[:1])
 """
     assert _run_python(code) == "['1']"
+
+
+def test_every_embedder_of_the_process_shares_one_pool_of_threads():
+    texts = [f"text number {i} about something" for i in range(12)]
+    embedders = [LocalEmbedder(threads=2) for _ in range(4)]
+    for e in embedders:
+        for _ in range(3):
+            assert e.embed(texts).shape == (12, 384)
+    assert len({id(e._get_pool()) for e in embedders}) == 1  # whatever the number of embedders and calls
+    assert LocalEmbedder(threads=3)._get_pool() is not embedders[0]._get_pool()  # its own number of threads
