@@ -15,6 +15,13 @@ Facts without a stated time take their message's time, in message order
 Everything slow — the extractor, fact and entity embeddings — happens before the
 writers' lock is taken; under it only SQLite is read and written, so one slow
 remote call never blocks the other writers.
+
+:meth:`Ingestor.conversation_end_many` is the same pipeline for many episodes, a
+batch at a time: the batch's episodes stored in one transaction, one embedding call
+for all their facts and new entity names, and the rules applied episode by episode,
+in input order, in one transaction (:meth:`Ingestor._apply_in` is shared by both).
+The index writes of the whole call are applied once, at its end
+(:meth:`~zep_core.sync.IndexSync.deferred`).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -36,7 +43,7 @@ from .stores.records import RecordStore, StoredFact, iso
 from .sync import FactChange, IndexSync, OutboxOp
 from .temporal import STATEMENT, UpdatePlan, message_times, normalize_name, plan_updates
 
-__all__ = ["Ingestor", "validate_messages"]
+__all__ = ["EpisodeSpec", "Ingestor", "validate_messages"]
 
 log = logging.getLogger("zep_core")
 
@@ -87,6 +94,36 @@ class _Proposals:
         return [n for f in self.facts for n in (f.subject, f.object if self.kinds[f.id][2] else None) if n]
 
 
+class EpisodeSpec(NamedTuple):
+    """One episode for :meth:`Ingestor.conversation_end_many`, its ids already checked."""
+
+    session_id: str
+    messages: Sequence[Any]
+    user_id: str
+    episode_id: str | None
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """An episode whose messages passed validation, with its id and message ids set; not yet stored."""
+
+    id: str
+    session_id: str
+    user_id: str
+    messages: tuple[Message, ...]
+
+
+@dataclass
+class _Extracted:
+    """A stored episode after extraction: what the update rules need to apply it."""
+
+    episode: Episode
+    now: datetime
+    extraction: Extraction
+    proposals: _Proposals
+    known_ids: set[str]
+
+
 class Ingestor:
     """Runs ``conversation_end`` for a memory.
 
@@ -132,6 +169,106 @@ class Ingestor:
         known: tuple[Fact, ...] = ()
         if getattr(self.extractor, "needs_known_facts", False):
             known = tuple(self._known_facts(episode))
+        extracted = self._extract_stored(episode, now, known)
+        if isinstance(extracted, IngestResult):
+            return extracted
+        vectors = self._embed([f.content for f in extracted.proposals.facts] + self._unknown_names([extracted]))
+        with self.sync.exclusive():  # one embedder call for the facts and the new names, as in bulk
+            self._check_open()
+            return self._apply(extracted, vectors, vectors)
+
+    def conversation_end_many(self, episodes: Sequence[EpisodeSpec], *, batch_size: int,
+                              progress: Callable[[int, IngestResult], None] | None = None) -> list[IngestResult]:
+        """``conversation_end`` for many episodes, a batch at a time (ids already checked by the caller).
+
+        Everything is validated before anything is written. Per batch: every new
+        episode is stored in one transaction, then each is extracted, all fact texts and
+        new entity names are embedded in one call, and the rules are applied episode by
+        episode in input order in one transaction — so a later episode sees an earlier
+        one's facts, as it would one by one. An extractor that ``needs_known_facts``
+        (they depend on the episodes before) gets the batch one episode at a time
+        through :meth:`process` once it is stored.
+
+        Raises:
+            ValidationError: naming the episode's position (from 0), before anything is written.
+            NotFoundError: a user was forgotten while its episodes were processed; that
+                batch's rules are not applied, its stored episodes stay pending for ``maintain()``.
+
+        """
+        prepared = self._prepare(episodes)
+        results: list[IngestResult] = []
+        with self.sync.deferred():  # Chroma and Kùzu are written once, after the last batch
+            for start in range(0, len(prepared), batch_size):
+                batch = self._ingest_batch(prepared[start:start + batch_size])
+                if progress is not None:
+                    for k, result in enumerate(batch, start=start):
+                        progress(k, result)
+                results += batch
+        return results
+
+    def _prepare(self, episodes: Sequence[EpisodeSpec]) -> list[_Prepared]:
+        """Check every episode (messages, ids unique in the call, not another user's) and build it, unstored."""
+        given = [e.episode_id for e in episodes if e.episode_id is not None]
+        owners = self.records.record_owners("episodes", list(dict.fromkeys(given)))
+        seen: dict[str, int] = {}
+        out: list[_Prepared] = []
+        for i, spec in enumerate(episodes):
+            try:
+                msgs = validate_messages(spec.messages, self.config)
+            except ValidationError as exc:
+                raise type(exc)(f"episode {i}: {exc}") from None
+            if spec.episode_id is not None:
+                if spec.episode_id in seen:
+                    raise ValidationError(f"episode {i}: episode id {spec.episode_id!r} is also that of episode "
+                                          f"{seen[spec.episode_id]}; give each episode of the call its own id")
+                seen[spec.episode_id] = i
+                if owners.get(spec.episode_id, spec.user_id) != spec.user_id:
+                    raise ValidationError(f"episode {i}: episode id {spec.episode_id!r} belongs to another user; "
+                                          "use a new id")
+            episode_id = spec.episode_id or new_id()
+            msgs = [replace(m, id=m.id or f"{episode_id}:{j}") for j, m in enumerate(msgs)]
+            out.append(_Prepared(episode_id, spec.session_id, spec.user_id, tuple(msgs)))
+        return out
+
+    def _ingest_batch(self, batch: Sequence[_Prepared]) -> list[IngestResult]:
+        """Store a batch's new episodes, extract them, embed once, and apply the rules in one transaction."""
+        results: dict[int, IngestResult] = {}  # by position in the batch
+        stored: list[tuple[int, Episode, datetime]] = []
+        with self.records.transaction():
+            owners = self.records.record_owners("episodes", [e.id for e in batch])
+            for k, p in enumerate(batch):
+                if p.id in owners:  # stored before: by an earlier call, or another writer meanwhile
+                    results[k] = IngestResult(episode_id=p.id, status="duplicate")
+                    continue
+                now = self._now()
+                episode = Episode(id=p.id, session_id=p.session_id, user_id=p.user_id, created_at=now,
+                                  messages=p.messages, status="pending")
+                self.records.insert_episode(episode, [m.id or "" for m in p.messages])
+                stored.append((k, episode, now))
+        if getattr(self.extractor, "needs_known_facts", False):
+            for k, episode, now in stored:
+                results[k] = self.process(episode, now)
+            return [results[k] for k in range(len(batch))]
+        extracted: list[tuple[int, _Extracted]] = []
+        for k, episode, now in stored:
+            outcome = self._extract_stored(episode, now)
+            if isinstance(outcome, IngestResult):
+                results[k] = outcome
+            else:
+                extracted.append((k, outcome))
+        vectors = self._embed([f.content for _, x in extracted for f in x.proposals.facts]
+                              + self._unknown_names([x for _, x in extracted]))
+        if extracted:
+            with self.sync.exclusive():
+                self._check_open()
+                with self.sync.transaction() as ops:
+                    for k, x in extracted:
+                        results[k] = self._apply_in(ops, x, vectors, vectors)
+        return [results[k] for k in range(len(batch))]
+
+    def _extract_stored(self, episode: Episode, now: datetime,
+                        known: tuple[Fact, ...] = ()) -> _Extracted | IngestResult:
+        """Run the extractor on a stored episode: its proposals, or the pending result a failure leaves."""
         context = ExtractionContext(user_id=episode.user_id, session_id=episode.session_id, now=now,
                                     known_facts=known, default_speaker=self.config.default_speaker,
                                     assistant_speaker=self.config.assistant_speaker)
@@ -150,15 +287,18 @@ class Ingestor:
             return IngestResult(episode_id=episode.id, status="pending", error=error)
         proposals = self._proposals(episode, extraction, now)
         proposals.invalid[:0] = set_aside
-        fact_vectors = self._embed([f.content for f in proposals.facts])
-        user = episode.user_id
-        names = proposals.entity_names()
-        known_names = self.records.entity_ids_for_aliases(user, [normalize_name(n) for n in names])
-        entity_vectors = self._embed([n.strip() for n in names if normalize_name(n) not in known_names])
-        with self.sync.exclusive():
-            self._check_open()
-            return self._apply(episode, extraction, proposals, fact_vectors, entity_vectors,
-                               {f.id for f in known}, now)
+        return _Extracted(episode, now, extraction, proposals, {f.id for f in known})
+
+    def _unknown_names(self, extracted: Sequence[_Extracted]) -> list[str]:
+        """The entity names of these episodes that no stored alias of their user resolves: they need a vector."""
+        by_user: dict[str, list[str]] = {}
+        for x in extracted:
+            by_user.setdefault(x.episode.user_id, []).extend(x.proposals.entity_names())
+        out: list[str] = []
+        for user, names in by_user.items():
+            known = self.records.entity_ids_for_aliases(user, list({normalize_name(n) for n in names}))
+            out += [n.strip() for n in names if normalize_name(n) not in known]
+        return out
 
     def _extract(self, messages: list[Message], context: ExtractionContext) -> Extraction:
         extraction = self.extractor.extract(messages, context)
@@ -206,11 +346,28 @@ class Ingestor:
     def _speaker(self, message: Message) -> str:
         return speaker_of(message.name, message.role, default=self.config.default_speaker)
 
-    def _apply(self, episode: Episode, extraction: Extraction, proposed: _Proposals,
-               fact_vectors: Mapping[str, np.ndarray], entity_vectors: Mapping[str, np.ndarray],
-               known_ids: set[str], now: datetime) -> IngestResult:
-        """Resolve entities, apply the update rules and commit (the caller holds the writers' lock)."""
-        user = episode.user_id
+    def _apply(self, extracted: _Extracted, fact_vectors: Mapping[str, np.ndarray],
+               entity_vectors: Mapping[str, np.ndarray]) -> IngestResult:
+        """Apply the rules to one episode and commit (the caller holds the writers' lock)."""
+        with self.sync.transaction() as ops:
+            return self._apply_in(ops, extracted, fact_vectors, entity_vectors)
+
+    def _apply_in(self, ops: list[OutboxOp], extracted: _Extracted, fact_vectors: Mapping[str, np.ndarray],
+                  entity_vectors: Mapping[str, np.ndarray]) -> IngestResult:
+        """Resolve entities, apply the update rules and write, inside an open ``sync.transaction()``.
+
+        Reads go through the same connection, so they see what earlier episodes of the
+        transaction wrote. The index writes are appended to ``ops``.
+
+        Raises:
+            NotFoundError: the episode's user was forgotten meanwhile (nothing is written).
+
+        """
+        episode, extraction, proposed, now = extracted.episode, extracted.extraction, extracted.proposals, extracted.now
+        known_ids, user = extracted.known_ids, episode.user_id
+        if self.records.episode_owner(episode.id) is None:  # forget_user() ran meanwhile: write nothing
+            raise NotFoundError(f"user {user!r} was forgotten while episode {episode.id!r} was being "
+                                "processed; nothing was learned from it")
         proposals, types = proposed.facts, proposed.kinds
         resolved = self.records.entity_ids_for_aliases(user, list({normalize_name(n) for n in proposed.entity_names()}))
 
@@ -222,7 +379,8 @@ class Ingestor:
         current = self.records.rule_candidates(
             user, list({s for s, _ in entity_of.values()}),
             single_valued=sorted(self.config.single_valued_predicates),
-            statements=sorted({f.object for f in proposals if f.predicate == STATEMENT}), ids=sorted(contradicted))
+            statements=sorted({f.object for f in proposals if f.predicate == STATEMENT}), ids=sorted(contradicted),
+            predicates=sorted({f.predicate for f in proposals}))
         plan = plan_updates(current, proposals, single_valued=self.config.single_valued_predicates,
                             contradicted=contradicted, now=now)
         new_entities = self._new_entities(plan, entity_of, types, resolved, user)
@@ -234,21 +392,17 @@ class Ingestor:
         touched = {e for f in plan.added for e in entity_of[f.id] if e} | stored_touch
         changed_at = iso(now)
 
-        with self.sync.transaction() as ops:
-            if self.records.episode_owner(episode.id) is None:  # forget_user() ran meanwhile: write nothing
-                raise NotFoundError(f"user {user!r} was forgotten while episode {episode.id!r} was being "
-                                    "processed; nothing was learned from it")
-            self.records.insert_entities(((e, entity_vectors[e.name]) for e in new_entities.values()), changed_at)
-            self.records.add_aliases(aliases)
-            self.records.write_facts(StoredFact(f, *entity_of[f.id], fact_vectors[f.content]) for f in plan.added)
-            self.records.update_facts(plan.reinforced + plan.superseded)
-            self.records.mark_entities_changed(user, touched, changed_at)
-            self.records.set_episode_status(episode.id, "done", summary=extraction.summary,
-                                            usage=dict(extraction.usage) or None)
-            ops += [OutboxOp.entity(user, e) for e in new_entities]
-            ops += [OutboxOp.fact(user, f.id, change) for change, facts in
-                    ((FactChange.ADD, plan.added), (FactChange.TOUCH, plan.reinforced),
-                     (FactChange.RETIRE, plan.superseded)) for f in facts]
+        self.records.insert_entities(((e, entity_vectors[e.name]) for e in new_entities.values()), changed_at)
+        self.records.add_aliases(aliases)
+        self.records.write_facts(StoredFact(f, *entity_of[f.id], fact_vectors[f.content]) for f in plan.added)
+        self.records.update_facts(plan.reinforced + plan.superseded)
+        self.records.mark_entities_changed(user, touched, changed_at)
+        self.records.set_episode_status(episode.id, "done", summary=extraction.summary,
+                                        usage=dict(extraction.usage) or None)
+        ops += [OutboxOp.entity(user, e) for e in new_entities]
+        ops += [OutboxOp.fact(user, f.id, change) for change, facts in
+                ((FactChange.ADD, plan.added), (FactChange.TOUCH, plan.reinforced),
+                 (FactChange.RETIRE, plan.superseded)) for f in facts]
         return IngestResult(episode_id=episode.id, status="done", summary=extraction.summary,
                             added=plan.added, reinforced=plan.reinforced,
                             superseded=plan.superseded + plan.superseded_within,

@@ -2,7 +2,7 @@
 
 The parsing functions are pure: they take already-decoded data and yield
 :class:`EpisodeInput` tuples ``(user_id, session_id, episode_id, messages)``;
-:func:`ingest` feeds them to :meth:`zep_core.Memory.conversation_end`.
+:func:`ingest` feeds them to :meth:`zep_core.Memory.conversation_end_many`.
 
 Accepted shapes (a JSON document, or JSONL with one object per line):
 
@@ -336,23 +336,35 @@ class IngestTotals:
 
 
 def ingest(memory: Memory, episodes: Iterable[EpisodeInput], *,
-           progress: Callable[[int, EpisodeInput, IngestResult], None] | None = None) -> IngestTotals:
-    """Run ``conversation_end`` on each episode; episodes already stored are skipped.
+           progress: Callable[[int, EpisodeInput, IngestResult], None] | None = None,
+           batch_size: int = 256) -> IngestTotals:
+    """Ingest the episodes with :meth:`~zep_core.Memory.conversation_end_many`; episodes already stored are skipped.
+
+    Every episode is checked before anything is written, then they go in batches of
+    ``batch_size`` (stored, embedded and committed together).
 
     Args:
         memory: an open :class:`~zep_core.Memory`.
         episodes: from :func:`iter_episodes`.
-        progress: called after each episode with its 1-based position, input and result.
+        progress: called for each episode, after its batch commits, with its 1-based
+            position, input and result.
+        batch_size: episodes per batch.
+
+    Raises:
+        ValidationError: an episode is malformed, naming its position; nothing was written.
 
     Example:
         >>> totals = ingest(memory, iter_episodes(read_file("locomo_dev.json")))  # doctest: +SKIP
 
     """
+    items = list(episodes)
     totals = IngestTotals()
-    for i, episode in enumerate(episodes, start=1):
-        result = memory.conversation_end(episode.session_id, episode.messages, user_id=episode.user_id,
-                                         episode_id=episode.episode_id)
+
+    def on_result(position: int, result: IngestResult) -> None:
+        episode = items[position]
         totals.add(episode, result)
         if progress is not None:
-            progress(i, episode, result)
+            progress(position + 1, episode, result)
+
+    memory.conversation_end_many(items, batch_size=batch_size, progress=on_result)
     return totals

@@ -27,7 +27,7 @@ from . import cypher as _cypher
 from . import transfer
 from .config import MemoryConfig
 from .errors import NotFoundError, ValidationError, ZepMemoryError
-from .ingest import Ingestor
+from .ingest import EpisodeSpec, Ingestor
 from .maintenance import Maintenance, MaintenanceReport
 from .models import Entity, Episode, Fact, IngestResult, Message, to_utc
 from .providers.factory import build_providers
@@ -165,6 +165,66 @@ class Memory:
         if episode_id is not None:
             check_id(episode_id, "episode_id")
         return self._ingest.conversation_end(session_id, messages, user_id=user_id, episode_id=episode_id)
+
+    def conversation_end_many(self, episodes: Iterable[Any], *, batch_size: int = 256,
+                              progress: Callable[[int, IngestResult], None] | None = None) -> list[IngestResult]:
+        """:meth:`conversation_end` for many episodes at once, a batch at a time: the bulk import.
+
+        Everything is checked before anything is written. Then, per batch of
+        ``batch_size`` episodes: every new episode is stored (``pending``) in one
+        transaction before any extraction, so a failing extractor loses nothing; each is
+        extracted (a failure leaves that one ``pending`` with its error, the others go
+        on); the facts and new entity names of the whole batch are embedded in one call;
+        and the update rules are applied episode by episode, in input order, in one
+        transaction — a later episode supersedes or reinforces an earlier one's facts
+        exactly as one call per episode would. An extractor that ``needs_known_facts``
+        (the LLM extractor: what it is shown depends on the episodes before) processes
+        the stored batch one episode at a time instead, with the same results. Chroma
+        and Kùzu are written once, after the last batch (each user's collection once
+        per call, not per episode); a read in between still sees every committed batch.
+        Episode ids already stored for the user are ``duplicate``: running an import
+        again adds nothing.
+
+        Args:
+            episodes: :class:`~zep_core.ingest_files.EpisodeInput` tuples, or mappings (or
+                objects) with ``session_id``, ``messages``, and optionally ``user_id``
+                (default ``"default"``) and ``episode_id`` (as for :meth:`conversation_end`).
+            batch_size: episodes per batch (1..100000): stored, embedded and committed together.
+            progress: called after each batch commits as ``progress(position, result)`` for
+                each of its episodes, in order (``position`` counts from 0).
+
+        Returns:
+            One :class:`IngestResult` per episode, in input order, each what
+            :meth:`conversation_end` would have returned for it.
+
+        Raises:
+            ValidationError: an episode is malformed (ids, messages, limits), an episode id
+                repeats within the call or belongs to another user; the message names the
+                episode by position (``"episode 3: ..."``, from 0) and nothing is written.
+            NotFoundError: a user was forgotten while its episodes were being processed;
+                that batch's episodes stay stored ``pending`` and :meth:`maintain` finishes them.
+
+        Example:
+            >>> results = memory.conversation_end_many([                 # doctest: +SKIP
+            ...     {"session_id": "s1", "user_id": "alice", "episode_id": "alice-s1",
+            ...      "messages": [Message("I live in Paris.", name="Alice")]},
+            ...     {"session_id": "s2", "user_id": "alice", "episode_id": "alice-s2",
+            ...      "messages": [Message("I moved to Berlin.", name="Alice")]},
+            ... ])
+            >>> [r.status for r in results]                               # doctest: +SKIP
+            ['done', 'done']
+
+        """
+        self._check_open()
+        batch_size = check_limit(batch_size, "batch_size", maximum=100_000)
+        if progress is not None and not callable(progress):
+            raise ValidationError(f"progress must be a callable (or None), got {type(progress).__name__}")
+        if isinstance(episodes, (str, bytes, Mapping)) or not isinstance(episodes, Iterable):
+            raise ValidationError("episodes must be an iterable of episodes (mappings with 'session_id' and "
+                                  f"'messages', or EpisodeInput), got {type(episodes).__name__}"
+                                  + ("; wrap a single episode in a list" if isinstance(episodes, Mapping) else ""))
+        specs = [_episode_spec(item, i) for i, item in enumerate(episodes)]
+        return self._ingest.conversation_end_many(specs, batch_size=batch_size, progress=progress)
 
     # -- queries ----------------------------------------------------------------------
 
@@ -443,3 +503,31 @@ class Memory:
 def _check_ids(**ids: str | None) -> tuple[str, ...]:
     """Check each given id and return them in order."""
     return tuple(check_id(value, name) for name, value in ids.items())
+
+
+_EPISODE_KEYS = ("session_id", "messages", "user_id", "episode_id")
+
+
+def _episode_spec(item: Any, position: int) -> EpisodeSpec:
+    """One item of :meth:`Memory.conversation_end_many` as checked ids and its messages (checked later)."""
+    where = f"episode {position}"
+    if isinstance(item, Mapping):
+        unknown = [k for k in item if k not in _EPISODE_KEYS]
+        if unknown:
+            raise ValidationError(f"{where}: unknown key {unknown[0]!r}; an episode has "
+                                  f"{', '.join(_EPISODE_KEYS)}")
+        fields = {k: item[k] for k in _EPISODE_KEYS if k in item}
+    else:
+        fields = {k: getattr(item, k) for k in _EPISODE_KEYS if hasattr(item, k)}
+    for required in ("session_id", "messages"):
+        if required not in fields:
+            raise ValidationError(f"{where} has no {required!r}; pass a mapping with 'session_id' and 'messages' "
+                                  "(and optionally 'user_id', 'episode_id'), or an EpisodeInput")
+    try:
+        session_id, user_id = _check_ids(session_id=fields["session_id"], user_id=fields.get("user_id", "default"))
+        episode_id = fields.get("episode_id")
+        if episode_id is not None:
+            check_id(episode_id, "episode_id")
+    except ValidationError as exc:
+        raise ValidationError(f"{where}: {exc}") from None
+    return EpisodeSpec(session_id, fields["messages"], user_id, episode_id)

@@ -117,6 +117,8 @@ class IndexSync:
         self._apply_now = False
         self._versions: dict[str, int] = {}  # user -> number of the last committed write naming it
         self._written = 0
+        self._deferred = 0         # bulk writes in progress: index writes wait for the end of the last one
+        self._state_lock = threading.Lock()
 
     # -- writing ---------------------------------------------------------------------
 
@@ -137,10 +139,34 @@ class IndexSync:
                 if self._depth == 0:
                     pending, apply_now = self._pending, self._apply_now
                     self._pending = self._apply_now = False
-                if pending:  # the indexer (or the next read) applies them, whatever happens next
+                if pending and not self._deferred:  # the indexer (or the next read) applies them, whatever happens
                     self._wakeup.set()
-        if pending and (apply_now or self.apply_at_commit):
+        if pending and (apply_now or (self.apply_at_commit and not self._deferred)):
             self.drain()
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Hold back index writes until the block ends: a bulk write reaches Chroma and Kùzu once.
+
+        Inside, commits still go to SQLite with their outbox rows, but neither the
+        background indexer nor ``index_writes="sync"`` applies them; when the outermost
+        block ends they are applied (or handed to the indexer) together, so each user's
+        collection is written once for the whole call instead of once per batch. A read
+        in between still applies what is queued first (:meth:`catch_up`): nothing read
+        is ever behind a write.
+        """
+        with self._state_lock:
+            self._deferred += 1
+        try:
+            yield
+        finally:
+            with self._state_lock:
+                self._deferred -= 1
+                last = self._deferred == 0
+            if last and self.records.outbox_size():
+                self._wakeup.set()
+                if self.apply_at_commit:
+                    self.drain()
 
     @contextmanager
     def transaction(self, *, apply_now: bool = False) -> Iterator[list[OutboxOp]]:
@@ -212,6 +238,8 @@ class IndexSync:
             self._wakeup.clear()
             if stopping.is_set():
                 return
+            if self._deferred:  # a bulk write is in progress: it wakes the indexer when it ends
+                continue
             try:
                 self.drain()
             except Exception:  # the rows stay in the outbox; the next pass or read retries

@@ -31,6 +31,7 @@ The rules (spec ``update Fact { on_conflict }`` and DESIGN.md):
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -54,8 +55,13 @@ _SPACES = re.compile(r"\s+")
 _EDGE_PUNCT = ".,;:!?\"'`()[]{} "
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def normalize_name(text: str) -> str:
-    """Casefold, collapse whitespace and trim punctuation: the key names are compared by."""
+    """Casefold, collapse whitespace and trim punctuation: the key names are compared by.
+
+    Pure and called for every name of every candidate fact the update rules compare,
+    so its results are cached.
+    """
     return _SPACES.sub(" ", text.casefold()).strip(_EDGE_PUNCT)
 
 

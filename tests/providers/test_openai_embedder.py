@@ -59,14 +59,14 @@ def test_embedding_failures_are_retried_then_raised(make_client, fake, sleeps):
         embedder.embed(["fails"])
 
 
-def test_an_episode_embeds_its_new_facts_in_one_request(openai_memory, fake):
+def test_an_episode_embeds_its_new_facts_and_entities_in_one_request(openai_memory, fake):
     memory = openai_memory()
     fake.push_chat(answer(fact("Alice", "lives_in", "Paris"), fact("Alice", "likes", "tea"),
                           fact("Alice", "works_at", "Acme")))
     memory.conversation_end("s", [Message("I live in Paris, like tea and work at Acme.", name="Alice")],
                             user_id="alice")
     sizes = sorted(len(r.body["input"]) for r in fake.log("embeddings"))
-    assert sizes == [3, 4]  # the three facts in one request, the four new entities in another
+    assert sizes == [7]  # the three facts and the four new entities, in one request
 
 
 def test_switching_between_openai_and_local_embedders_needs_a_reembed(tmp_path, client, fake, embedder, clock):
