@@ -3,14 +3,19 @@
 Synthetic users (:mod:`bench.synth`, seeded) talk in short first-person episodes. One
 data folder grows through the sizes; at each size we measure:
 
-* **ingest** of a sample of short episodes (1–3 user sentences and an assistant reply,
-  users interleaved as in a live service): episodes/s and facts/s until they are in
-  all three stores (``conversation_end`` plus the final ``flush``). Between sizes the
-  folder is **bulk-loaded** through the same ``conversation_end``, with the episodes of
-  each user batched 25 to a call: that number is reported apart (facts/s) and is not
-  the ingest figure;
+* **single-episode ingest** of a sample of short episodes (1–3 user sentences and an
+  assistant reply, users interleaved as in a live service): episodes/s and facts/s until
+  they are in all three stores (``conversation_end`` calls, then one ``flush``: the
+  background indexer batches across episodes), and the latency of one episode until all
+  three stores hold it (``conversation_end`` + ``flush`` per episode), p50/p95/p99;
+* **bulk ingest** (``conversation_end_many``) of another sample, timed until all three
+  stores hold it, against the **embedder's own throughput**: the very texts the ingest
+  embedded, in the same calls (same batches), embedded again on their own in the same
+  run. ``ratio_to_embedder`` is ingest texts/s over embedder texts/s (1.0: the stores
+  and the rules cost nothing). Between sizes the folder is bulk-loaded the same way;
 * ``get_context`` latency p50/p95/p99 over distinct query texts (the query embedding
   included: the embedder's cache misses), and again with the same texts (cache hits);
+  ``context_block`` with the same texts beside it (embedding cached);
 * the **floor**: the same per-user Chroma collection queried directly with the
   precomputed vector for the same k, and the embedding time on its own; the ratio of
   ours to floor + embedding;
@@ -26,7 +31,6 @@ import itertools
 import shutil
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,11 +42,34 @@ __all__ = ["FULL_SIZES", "QUICK_SIZES", "run"]
 
 FULL_SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (1_000, 10_000)
-BULK_EPISODES_PER_CALL = 25
+#: Episodes per ``conversation_end_many`` batch (its default).
+BULK_BATCH = 256
+
+
+class RecordingEmbedder:
+    """The memory's embedder, keeping the texts of every ``embed`` call while ``calls`` is a list.
+
+    The bulk figure's baseline replays exactly those calls on the bare embedder.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.dimension = inner, inner.name, inner.dimension
+        self.calls: list[list[str]] | None = None
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        if self.calls is not None:
+            self.calls.append(list(texts))
+        return self.inner.embed(texts)
+
+    def embed_query(self, text: str) -> Any:
+        return self.inner.embed_query(text)
+
+    def cache_clear(self) -> None:
+        self.inner.cache_clear()
 
 
 class _Loader:
-    """Feeds synthetic episodes into a memory, one by one or batched per user."""
+    """Feeds synthetic episodes into a memory: one call each, or in bulk."""
 
     def __init__(self, memory: Any, users: list[SynthUser], seed: int) -> None:
         self.memory = memory
@@ -50,54 +77,75 @@ class _Loader:
         self.stream: Iterator[tuple[SynthUser, str, list[dict]]] = episodes(users, seed)
         self.facts = 0
         self.episodes = 0
-        self.calls = 0
 
-    def short(self, n: int) -> dict[str, float]:
-        """Ingest ``n`` short episodes one call each; timed until the indexes have them."""
+    def short(self, n: int) -> dict[str, Any]:
+        """Ingest ``n`` short episodes one call each; timed until the indexes have them.
+
+        The first half measures throughput (one ``flush`` at the end), the second half
+        the latency of each episode until all three stores hold it (a ``flush`` each).
+        """
+        stream, timed = n - n // 2, n // 2
         start, facts0 = time.perf_counter(), self.facts
-        for user, session, msgs in itertools.islice(self.stream, n):
-            self._send(user, session, msgs)
+        for user, session, msgs in itertools.islice(self.stream, stream):
+            self._count([self.memory.conversation_end(session, msgs, user_id=user.id)])
         handler = time.perf_counter() - start
         self.memory.flush()
         total = time.perf_counter() - start
         added = self.facts - facts0
-        return {"episodes": n, "facts": added, "seconds": round(total, 2),
-                "episodes_per_s": round(n / total, 1), "facts_per_s": round(added / total, 1),
-                "handler_episodes_per_s": round(n / handler, 1)}
+        latency = []
+        for user, session, msgs in itertools.islice(self.stream, timed):
+            t0 = time.perf_counter()
+            self._count([self.memory.conversation_end(session, msgs, user_id=user.id)])
+            self.memory.flush()
+            latency.append((time.perf_counter() - t0) * 1000)
+        return {"episodes": stream, "facts": added, "seconds": round(total, 2),
+                "episodes_per_s": round(stream / total, 1), "facts_per_s": round(added / total, 1),
+                "handler_episodes_per_s": round(stream / handler, 1), "latency_episodes": timed,
+                "episode_latency_ms": percentiles(latency) if latency else None, "_latency": latency}
 
-    def bulk(self, until_facts: int) -> dict[str, float]:
-        """Ingest until about ``until_facts`` facts, each user's episodes batched into one call.
+    def bulk(self, until_facts: int | None = None, *, episodes: int | None = None,
+             embedder: RecordingEmbedder | None = None) -> dict[str, Any]:
+        """Ingest with ``conversation_end_many`` until about ``until_facts`` facts, or ``episodes`` episodes.
 
-        Rounds draw ``b`` episodes per user (``b`` <= 25, sized to what is left), so the
-        last round overshoots by at most one episode per user.
+        With ``embedder`` (the memory's, recording), the same embed calls are replayed on
+        the bare embedder afterwards: the ingest's throughput against the embedder's own.
         """
         start, facts0, eps0 = time.perf_counter(), self.facts, self.episodes
-        by_id = {u.id: u for u in self.users}
-        while self.facts < until_facts:
-            per_episode = self.facts / self.episodes if self.episodes else 2.3
-            left = (until_facts - self.facts) / (per_episode * len(self.users))
-            b = max(1, min(BULK_EPISODES_PER_CALL, int(left)))
-            pending: dict[str, list[dict]] = defaultdict(list)
-            counts: dict[str, int] = defaultdict(int)
-            for user, _, msgs in itertools.islice(self.stream, b * len(self.users)):
-                pending[user.id] += msgs
-                counts[user.id] += 1
-            for uid, msgs in pending.items():
-                self._send(by_id[uid], f"bulk-{self.calls}", msgs, episodes=counts[uid])
+        if embedder is not None:
+            embedder.calls = []
+        while (self.episodes - eps0 < episodes) if episodes is not None else (self.facts < (until_facts or 0)):
+            if episodes is not None:
+                n = min(BULK_BATCH, episodes - (self.episodes - eps0))
+            else:
+                per_episode = self.facts / self.episodes if self.episodes else 2.3
+                n = max(1, min(BULK_BATCH, int((until_facts - self.facts) / per_episode) + 1))
+            batch = [{"session_id": s, "user_id": u.id, "messages": m} for u, s, m in itertools.islice(self.stream, n)]
+            self._count(self.memory.conversation_end_many(batch, batch_size=BULK_BATCH))
         self.memory.flush()
         secs = time.perf_counter() - start
         added = self.facts - facts0
-        return {"episodes": self.episodes - eps0, "facts": added, "seconds": round(secs, 1),
-                "facts_per_s": round(added / secs, 1) if secs else None,
-                "episodes_per_call": BULK_EPISODES_PER_CALL}
+        out: dict[str, Any] = {"episodes": self.episodes - eps0, "facts": added, "seconds": round(secs, 2),
+                               "facts_per_s": round(added / secs, 1) if secs else None,
+                               "episodes_per_s": round((self.episodes - eps0) / secs, 1) if secs else None,
+                               "batch": BULK_BATCH}
+        if embedder is not None:
+            calls, embedder.calls = embedder.calls or [], None
+            t0 = time.perf_counter()
+            for texts in calls:
+                embedder.inner.embed(texts)
+            embed_secs = time.perf_counter() - t0
+            texts = sum(len(c) for c in calls)
+            out.update(embed_calls=len(calls), embedded_texts=texts, embed_seconds=round(embed_secs, 2),
+                       ingest_texts_per_s=round(texts / secs, 1), embedder_texts_per_s=round(texts / embed_secs, 1),
+                       ratio_to_embedder=round(embed_secs / secs, 2))
+        return out
 
-    def _send(self, user: SynthUser, session: str, msgs: list[dict], episodes: int = 1) -> None:
-        result = self.memory.conversation_end(session, msgs, user_id=user.id)
-        if result.status != "done":
-            raise RuntimeError(f"ingest ended {result.status}: {result.error}")
-        self.facts += len(result.added)
-        self.episodes += episodes
-        self.calls += 1
+    def _count(self, results: Sequence[Any]) -> None:
+        for result in results:
+            if result.status != "done":
+                raise RuntimeError(f"ingest ended {result.status}: {result.error}")
+            self.facts += len(result.added)
+            self.episodes += 1
 
 
 def _time_queries(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> list[float]:
@@ -116,14 +164,14 @@ def _interleaved(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> dict[st
     """
     embedder = memory.embedder
     k = max(memory.config.semantic_candidates, memory.config.context_limit)
-    chroma = _bare_chroma(memory.data_dir)
+    client, chroma = _bare_chroma(memory.data_dir)
     cols: dict[str, Any] = {}
-    out: dict[str, list[float]] = {"ours": [], "cached": [], "embed": [], "chroma": []}
+    out: dict[str, list[float]] = {"ours": [], "cached": [], "embed": [], "chroma": [], "block": []}
     for user, text in pairs:
         t0 = time.perf_counter()
         memory.get_context(text, user_id=user.id, speaker=user.name)
         t1 = time.perf_counter()
-        vec = embedder.embed([text])[0]
+        vec = embedder.inner.embed([text])[0] if hasattr(embedder, "inner") else embedder.embed([text])[0]
         t2 = time.perf_counter()
         col = cols.get(user.id) or cols.setdefault(user.id, chroma(user.id))
         t3 = time.perf_counter()
@@ -131,12 +179,16 @@ def _interleaved(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> dict[st
         t4 = time.perf_counter()
         memory.get_context(text, user_id=user.id, speaker=user.name)
         t5 = time.perf_counter()
-        for key, secs in (("ours", t1 - t0), ("embed", t2 - t1), ("chroma", t4 - t3), ("cached", t5 - t4)):
+        memory.context_block(text, user_id=user.id, speaker=user.name)
+        t6 = time.perf_counter()
+        for key, secs in (("ours", t1 - t0), ("embed", t2 - t1), ("chroma", t4 - t3), ("cached", t5 - t4),
+                          ("block", t6 - t5)):
             out[key].append(secs * 1000)
+    client.close()  # the memory's folder is closed and reopened later: leave it no other client
     return out
 
 
-def _bare_chroma(data_dir: Path) -> Any:
+def _bare_chroma(data_dir: Path) -> tuple[Any, Any]:
     """A plain Chroma client on the memory's own folder: the floor queries the same HNSW index.
 
     Chroma keeps one system per folder and process, so this client shares the memory's
@@ -148,7 +200,7 @@ def _bare_chroma(data_dir: Path) -> Any:
 
     client = chromadb.PersistentClient(path=str(data_dir / "chroma"),
                                        settings=Settings(anonymized_telemetry=False, allow_reset=False))
-    return lambda user_id: client.get_collection(collection_name(user_id, "current"), embedding_function=None)
+    return client, lambda user_id: client.get_collection(collection_name(user_id, "current"), embedding_function=None)
 
 
 def _profile(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> str:
@@ -175,8 +227,14 @@ def _profile_ingest(memory: Any, users: list[SynthUser], seed: int, n: int = 100
     profiler.start()
     stats = loader.short(n)
     profiler.stop()
-    return {"episodes_per_s_sync": stats["episodes_per_s"], "facts": memory.stats()["facts"],
-            "text": profiler.output_text(unicode=False, color=False, show_all=False)}
+    single = profiler.output_text(unicode=False, color=False, show_all=False)
+    profiler = Profiler(interval=0.001)
+    profiler.start()
+    bulk = loader.bulk(episodes=2 * BULK_BATCH)
+    profiler.stop()
+    return {"episodes_per_s_sync": stats["episodes_per_s"], "bulk_episodes_per_s_sync": bulk["episodes_per_s"],
+            "facts": memory.stats()["facts"], "text": single,
+            "bulk_text": profiler.output_text(unicode=False, color=False, show_all=False)}
 
 
 def measure(memory: Any, loader: _Loader, users: list[SynthUser], n_queries: int, seed: int,
@@ -198,6 +256,7 @@ def measure(memory: Any, loader: _Loader, users: list[SynthUser], n_queries: int
         "facts": facts, "current_facts": counts["current"], "superseded_facts": counts["superseded"],
         "users": len(users), "queries": len(pairs),
         "get_context_ms": p_ours, "get_context_cached_ms": percentiles(cached),
+        "context_block_cached_ms": percentiles(times["block"]),
         "chroma_query_ms": p_chroma, "embed_query_ms": p_embed, "floor_ms": floor,
         "ratio_to_floor": {p: round(p_ours[p] / floor[p], 2) for p in p_ours},
         "ratio_to_chroma": {p: round(p_ours[p] / p_chroma[p], 2) for p in p_ours},
@@ -206,9 +265,9 @@ def measure(memory: Any, loader: _Loader, users: list[SynthUser], n_queries: int
 
 
 def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int = 100, seed: int = 7,
-        sample_episodes: int | None = None, n_queries: int | None = None, data_dir: str | Path | None = None,
-        profile: bool = True, progress: Progress | None = None, out_dir: Path | None = None,
-        save: bool = True) -> dict[str, Any]:
+        sample_episodes: int | None = None, bulk_episodes: int | None = None, n_queries: int | None = None,
+        data_dir: str | Path | None = None, profile: bool = True, progress: Progress | None = None,
+        out_dir: Path | None = None, save: bool = True) -> dict[str, Any]:
     """Run the scale benchmark and return (and write) its results.
 
     Args:
@@ -217,6 +276,7 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int =
         users: synthetic users (the facts are spread over them).
         seed: the data and the queries are drawn from it.
         sample_episodes: short episodes timed one by one at each size.
+        bulk_episodes: episodes timed through ``conversation_end_many`` at each size.
         n_queries: distinct queries timed at each size.
         data_dir: where the memory grows (default: a temporary folder, removed after).
         profile: keep a pyinstrument profile of ``get_context`` at the largest size.
@@ -228,6 +288,7 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int =
     from zep_core.providers.local import LocalEmbedder
 
     progress = progress or Progress("scale")
+    bulk_sample = bulk_episodes or (200 if quick else 500)
     load_at_start = load_average()
     sizes = sorted(sizes or (QUICK_SIZES if quick else FULL_SIZES))
     sample_episodes = sample_episodes or (100 if quick else 200)
@@ -239,25 +300,30 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int =
     profile_text = ""
     ingest_profile: dict[str, Any] = {}
     try:
-        embedder = LocalEmbedder()
+        embedder = RecordingEmbedder(LocalEmbedder())
         embedder.embed(["warm up the model"])
         with Memory(MemoryConfig(data_dir=root, embedder=embedder)) as memory:
             loader = _Loader(memory, people, seed)
             for size in sizes:
-                bulk = None
+                load = None
                 per_episode = loader.facts / loader.episodes if loader.episodes else 2.3
-                sample_facts = int(sample_episodes * per_episode)
+                sample_facts = int((sample_episodes + bulk_sample) * per_episode)
                 if loader.facts + sample_facts < size * 0.9:
-                    bulk = loader.bulk(size - sample_facts)
-                    progress(f"bulk-loaded {bulk['facts']} facts at {bulk['facts_per_s']} facts/s")
+                    load = loader.bulk(size - sample_facts)
+                    progress(f"bulk-loaded {load['facts']} facts at {load['facts_per_s']} facts/s")
+                bulk = loader.bulk(episodes=bulk_sample, embedder=embedder)
+                progress(f"{loader.facts} facts: bulk {bulk['episodes_per_s']} eps/s, {bulk['ingest_texts_per_s']} "
+                         f"texts/s vs the embedder's {bulk['embedder_texts_per_s']} ({bulk['ratio_to_embedder']}x)")
                 sample = loader.short(sample_episodes)
                 while loader.facts < size:  # top up with short episodes, also timed
                     more = loader.short(min(sample_episodes, 50))
                     sample = _merge_samples(sample, more)
+                sample.pop("_latency", None)
                 progress(f"{loader.facts} facts: short episodes {sample['episodes_per_s']} eps/s "
-                         f"({sample['facts_per_s']} facts/s)")
+                         f"({sample['facts_per_s']} facts/s), one episode p50/p95 "
+                         f"{sample['episode_latency_ms']['p50']}/{sample['episode_latency_ms']['p95']} ms")
                 row = measure(memory, loader, people, n_queries, seed + size, root)
-                row.update(target_size=size, ingest=sample, bulk=bulk)
+                row.update(target_size=size, ingest=sample, bulk=bulk, load=load)
                 rows.append(row)
                 progress(f"{row['facts']} facts: get_context p50/p95/p99 {row['get_context_ms']} ms, "
                          f"chroma {row['chroma_query_ms']} ms, embed {row['embed_query_ms']} ms")
@@ -280,21 +346,25 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int =
     return result
 
 
-def _merge_samples(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+def _merge_samples(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     eps, facts, secs = a["episodes"] + b["episodes"], a["facts"] + b["facts"], a["seconds"] + b["seconds"]
     handler_secs = a["episodes"] / a["handler_episodes_per_s"] + b["episodes"] / b["handler_episodes_per_s"]
+    latency = a["_latency"] + b["_latency"]
     return {"episodes": eps, "facts": facts, "seconds": round(secs, 2), "episodes_per_s": round(eps / secs, 1),
-            "facts_per_s": round(facts / secs, 1), "handler_episodes_per_s": round(eps / handler_secs, 1)}
+            "facts_per_s": round(facts / secs, 1), "handler_episodes_per_s": round(eps / handler_secs, 1),
+            "latency_episodes": len(latency), "episode_latency_ms": percentiles(latency), "_latency": latency}
 
 
 def format_table(result: dict[str, Any]) -> str:
     """A plain-text table of the sizes, for the console."""
-    lines = [f"{'facts':>8} {'eps/s':>6} {'p50':>7} {'p95':>7} {'p99':>7} {'cached95':>8} {'chroma95':>8} "
-             f"{'embed95':>7} {'x floor95':>9} {'RSS MB':>7} {'B/fact':>7}"]
+    lines = [f"{'facts':>8} {'eps/s':>6} {'ep p95':>6} {'bulk x':>6} {'p50':>7} {'p95':>7} {'p99':>7} "
+             f"{'block95':>7} {'chroma95':>8} {'embed95':>7} {'x floor95':>9} {'RSS MB':>7} {'B/fact':>7}"]
     for r in result["sizes"]:
-        lines.append(f"{r['facts']:>8} {r['ingest']['episodes_per_s']:>6} {r['get_context_ms']['p50']:>7} "
+        lines.append(f"{r['facts']:>8} {r['ingest']['episodes_per_s']:>6} "
+                     f"{r['ingest']['episode_latency_ms']['p95']:>6} "
+                     f"{r['bulk']['ratio_to_embedder']:>6} {r['get_context_ms']['p50']:>7} "
                      f"{r['get_context_ms']['p95']:>7} {r['get_context_ms']['p99']:>7} "
-                     f"{r['get_context_cached_ms']['p95']:>8} {r['chroma_query_ms']['p95']:>8} "
+                     f"{r['context_block_cached_ms']['p95']:>7} {r['chroma_query_ms']['p95']:>8} "
                      f"{r['embed_query_ms']['p95']:>7} {r['ratio_to_floor']['p95']:>9} {r['rss_mb']:>7} "
                      f"{r['disk_bytes_per_fact']:>7}")
     return "\n".join(lines)

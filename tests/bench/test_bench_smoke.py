@@ -97,3 +97,22 @@ def test_locomo_bench_runs_on_one_real_conversation(tmp_path, embedder):
     assert result["questions"] >= 1
     assert result["winner"] == "zep: defaults"
     assert result["systems"]["bm25-turns"]["recall"]["k10"]
+
+
+def test_tiny_scale_run_reports_every_figure_against_its_same_run_baseline(tmp_path):
+    from bench import scale
+
+    result = scale.run(sizes=[120], users=4, sample_episodes=12, bulk_episodes=20, n_queries=8, profile=False,
+                       save=False, data_dir=tmp_path / "data")
+    [row] = result["sizes"]
+    assert row["facts"] >= 120 and row["users"] == 4
+    bulk = row["bulk"]
+    assert bulk["episodes"] == 20 and bulk["embedded_texts"] > 0 and bulk["embed_calls"] >= 1
+    speed = bulk["ingest_texts_per_s"] / bulk["embedder_texts_per_s"]  # the ingest's pace over the embedder's
+    assert bulk["ratio_to_embedder"] == pytest.approx(speed, abs=0.02) and speed > 0
+    assert row["ingest"]["latency_episodes"] > 0 and row["ingest"]["episode_latency_ms"]["p95"] > 0
+    for key in ("get_context_ms", "floor_ms", "context_block_cached_ms"):
+        assert set(row[key]) == {"p50", "p95", "p99"}
+    ours, floor = row["get_context_ms"]["p95"], row["floor_ms"]["p95"]
+    assert row["ratio_to_floor"]["p95"] == pytest.approx(ours / floor, abs=0.01)
+    assert "bulk x" in scale.format_table(result)
