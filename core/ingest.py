@@ -377,10 +377,8 @@ class Ingestor:
         entity_of = {f.id: (eid(f.subject), eid(f.object) if types[f.id][2] else None) for f in proposals}
         contradicted = {i for i in extraction.contradicted_fact_ids if i in known_ids}
         current = self.records.rule_candidates(
-            user, list({s for s, _ in entity_of.values()}),
-            single_valued=sorted(self.config.single_valued_predicates),
-            statements=sorted({f.object for f in proposals if f.predicate == STATEMENT}), ids=sorted(contradicted),
-            predicates=sorted({f.predicate for f in proposals}))
+            user, list({s for s, _ in entity_of.values()}), predicates=sorted({f.predicate for f in proposals}),
+            statements=sorted({f.object for f in proposals if f.predicate == STATEMENT}), ids=sorted(contradicted))
         plan = plan_updates(current, proposals, single_valued=self.config.single_valued_predicates,
                             contradicted=contradicted, now=now)
         new_entities = self._new_entities(plan, entity_of, types, resolved, user)

@@ -349,48 +349,41 @@ class RecordStore:
             "AND valid_until IS NULL AND superseded_by IS NULL LIMIT ?", [user_id, *entity_ids, limit])
         return [fact_from_row(r) for r in rows]
 
-    def rule_candidates(self, user_id: str, subject_ids: Sequence[str], *, single_valued: Sequence[str],
-                        statements: Sequence[str], ids: Sequence[str] = (),
-                        predicates: Sequence[str] | None = None) -> list[Fact]:
+    def rule_candidates(self, user_id: str, subject_ids: Sequence[str], *, predicates: Sequence[str],
+                        statements: Sequence[str], ids: Sequence[str] = ()) -> list[Fact]:
         """The current facts the update rules can touch for these subjects, and no others.
 
         That is the non-statement facts of the subjects with one of ``predicates`` (the
-        proposed facts' predicates: a rival or a restatement shares the predicate; None:
-        every predicate), the statement facts restated word for word (``statements``),
-        ``ids`` (facts an extractor flagged as contradicted), and every fact from a
-        message that a fact which can be retired came from — one of those predicates
-        (single-valued ones only when ``predicates`` is None) or a flagged one: its quotes
-        retire with it, unless another fact of the same message they mention stays
-        (:func:`zep_core.temporal.plan_updates`). A speaker's hundreds of other facts stay
-        unread, so ingestion does not slow down as a user's memory grows.
+        proposed facts' predicates: a rival or a restatement shares the predicate), the
+        statement facts restated word for word (``statements``), ``ids`` (facts an
+        extractor flagged as contradicted), and every fact from a message one of those came
+        from: its quotes retire with it unless another fact of the same message they
+        mention stays (:func:`zep_core.temporal.plan_updates`). A speaker's hundreds of
+        other facts stay unread, so ingestion does not slow down as a user's memory grows.
+
+        Two indexed reads of the subjects' current facts: the first by predicate, object
+        and id; the second by source message, matched as the quoted JSON string in
+        ``source_message_ids`` and checked exactly here.
         """
         if not subject_ids:
             return []
-        wanted: set[str] = set()
-        if predicates is not None:  # compared casefolded, as the rules compare them
-            wanted = {p.casefold() for p in predicates} - {"statement"}
-            single_valued = sorted(wanted)
-        subj = ",".join("?" * len(subject_ids))
-        sv = ",".join("?" * len(single_valued)) or "NULL"
-        st = ",".join("?" * len(statements)) or "NULL"
-        fid = ",".join("?" * len(ids)) or "NULL"
-        current = "valid_until IS NULL AND superseded_by IS NULL"
-        rivals, rival_params = "predicate != 'statement'", []
-        if predicates is not None:
-            rivals = f"lower(predicate) IN ({','.join('?' * len(wanted)) or 'NULL'})"
-            rival_params = sorted(wanted)
-        same_message = "" if predicates is not None else "predicate = 'statement' AND "
-        retirable = "lower(f2.predicate)" if predicates is not None else "f2.predicate"
-        sql = (
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND subject_id IN ({subj}) AND {current} AND ("
-            f"{rivals} OR (predicate = 'statement' AND object IN ({st})) OR id IN ({fid}) OR ({same_message}EXISTS ("
-            "SELECT 1 FROM json_each(facts.source_message_ids) j WHERE j.value IN ("
-            "SELECT j2.value FROM facts f2, json_each(f2.source_message_ids) j2 WHERE f2.user_id = ? "
-            f"AND f2.subject_id IN ({subj}) AND ({retirable} IN ({sv}) OR f2.id IN ({fid})) "
-            "AND f2.valid_until IS NULL AND f2.superseded_by IS NULL))))")
-        params = [user_id, *subject_ids, *rival_params, *statements, *ids, user_id, *subject_ids, *single_valued,
-                  *ids]
-        return [fact_from_row(r) for r in self._rows(sql, params)]
+        wanted = sorted({p.casefold() for p in predicates} - {"statement"})  # compared as the rules compare them
+        where = (f"user_id = ? AND subject_id IN ({','.join('?' * len(subject_ids))}) "
+                 "AND valid_until IS NULL AND superseded_by IS NULL")
+        sql = (f"SELECT {FACT_COLUMNS} FROM facts WHERE {where} AND (lower(predicate) IN "
+               f"({','.join('?' * len(wanted)) or 'NULL'}) OR (predicate = 'statement' AND object IN "
+               f"({','.join('?' * len(statements)) or 'NULL'})) OR id IN ({','.join('?' * len(ids)) or 'NULL'}))")
+        rows = self._rows(sql, [user_id, *subject_ids, *wanted, *statements, *ids])
+        flagged = set(ids)
+        messages = {m for r in rows if r[4].casefold() in wanted or r[0] in flagged for m in json.loads(r[13])}
+        if messages:
+            needles = [json.dumps(m) for m in sorted(messages)]
+            found = {r[0] for r in rows}
+            more = self._rows(f"SELECT {FACT_COLUMNS} FROM facts WHERE {where} AND ("
+                              + " OR ".join(["instr(source_message_ids, ?) > 0"] * len(needles)) + ")",
+                              [user_id, *subject_ids, *needles])
+            rows += [r for r in more if r[0] not in found and messages & set(json.loads(r[13]))]
+        return [fact_from_row(r) for r in rows]
 
     def facts_touching(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
                        among: Iterable[str] | None = None, limit: int = 20_000) -> list[str]:
