@@ -134,6 +134,7 @@ class ChromaVectorIndex:
             raise StoreError(f"could not open the Chroma vector index at {url or path}: {why}{hint}") from exc
         self._collections: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._closed = False
 
     def _name(self, user_id: str, kind: str) -> str:
         return collection_name(user_id, kind, self.namespace)
@@ -270,15 +271,17 @@ class ChromaVectorIndex:
         process changed the files, and could write those stale indexes back.
         """
         self._collections.clear()
-        close = getattr(self.client, "close", None)
-        if getattr(self, "_closed", False):
+        if self._closed:
             return
         self._closed = True
+        close = getattr(self.client, "close", None)
         if close is not None:
             close()
         if self.url is None and self.path is not None:
             with _OPEN_LOCK:
-                _OPEN[self.path] = left = _OPEN.get(self.path, 1) - 1
+                left = _OPEN.pop(self.path, 1) - 1
+                if left:
+                    _OPEN[self.path] = left
             if not left:
                 _wait_released(self.path)
 
