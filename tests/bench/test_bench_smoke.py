@@ -116,3 +116,12 @@ def test_tiny_scale_run_reports_every_figure_against_its_same_run_baseline(tmp_p
     ours, floor = row["get_context_ms"]["p95"], row["floor_ms"]["p95"]
     assert row["ratio_to_floor"]["p95"] == pytest.approx(ours / floor, abs=0.01)
     assert "bulk x" in scale.format_table(result)
+
+
+def test_chroma_rss_reports_memory_per_collection():
+    from bench.chroma_rss import measure
+
+    row = measure(3, 5)
+    assert row["collections"] == 3 and row["vectors_each"] == 5
+    assert abs(row["mb_per_collection"] - row["grown_mb"] / 3) < 0.01
+    assert row["vector_mb_per_collection"] == round(5 * 384 * 4 / 2**20, 3)
