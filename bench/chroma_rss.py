@@ -42,7 +42,6 @@ def measure(collections: int, vectors: int, *, dimension: int = 384, seed: int =
     """Create ``collections`` collections of ``vectors`` vectors each; MiB of anonymous memory per collection."""
     import chromadb
     from chromadb.config import Settings
-
     from zep_core.stores.vectors import _CONFIGURATION
 
     folder = Path(tempfile.mkdtemp(prefix="bench-chroma-rss-"))

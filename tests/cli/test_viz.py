@@ -6,7 +6,7 @@ import json
 import re
 import shutil
 import subprocess
-from collections import deque
+from collections import Counter, deque
 
 import numpy as np
 import pytest
@@ -15,7 +15,8 @@ from tests.core.fakes import ScriptedExtractor, said
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 INSTALL = "apt-get update && apt-get install -y chromium"
-NODE_COLORS = {"organization": "#e8590c", "person": "#2f9e44", "place": "#7048e8", "thing": "#1098ad"}
+NODE_COLORS = {"organization": "#e8590c", "person": "#2f9e44", "place": "#7048e8", "thing": "#1098ad",
+               "profession": "#d6336c"}
 
 
 def graph_payload(html: str) -> dict:
@@ -89,20 +90,26 @@ def test_graph_renders_in_headless_chromium_with_every_node(cli, alice_data, tmp
     image_module = pytest.importorskip("matplotlib.image", reason="reading the screenshot needs matplotlib")
     page = tmp_path / "alice.html"
     assert cli("graph", "--data", alice_data, "--user", "alice", "--html", page).code == 0
+    data = graph_payload(page.read_text(encoding="utf-8"))
+    types = Counter(n["type"] for n in data["nodes"])
+    current = sum(1 for e in data["edges"] if e["current"])
     dom = run_chromium(["--dump-dom", page.as_uri()], tmp_path)
     assert dom.returncode == 0, dom.stderr[-2000:]
-    assert dom.stdout.count('<g class="node"') == 5
-    assert len(re.findall(r'class="edge current"', dom.stdout)) == 3
-    assert len(re.findall(r'class="edge superseded"', dom.stdout)) == 1
+    assert dom.stdout.count('<g class="node"') == len(data["nodes"]) == 8
+    assert len(re.findall(r'class="edge current"', dom.stdout)) == current
+    assert len(re.findall(r'class="edge superseded"', dom.stdout)) == len(data["edges"]) - current >= 1
     assert "NaN" not in dom.stdout
+    row = r'<div class="ntype"><svg[^>]*><circle [^>]*fill="(#[0-9a-f]{6})"[^>]*></circle></svg>(\w+)</div>'
+    legend = re.findall(row, dom.stdout)
+    assert {t: c for c, t in legend} == {t: NODE_COLORS[t] for t in types}  # one legend row per type on the page
 
     shot = tmp_path / "alice.png"
     rendered = run_chromium([f"--screenshot={shot}", page.as_uri()], tmp_path)
     assert rendered.returncode == 0 and shot.exists(), rendered.stderr[-2000:]
     image = image_module.imread(str(shot))
     assert image.shape[:2] == (800, 1200)
-    node_areas = {t: [s for s in color_blobs(image, c) if s > 150] for t, c in NODE_COLORS.items()}
-    assert {t: len(a) for t, a in node_areas.items()} == {"organization": 1, "person": 1, "place": 2, "thing": 1}
+    node_areas = {t: [s for s in color_blobs(image, c) if s > 120] for t, c in NODE_COLORS.items()}  # legend dots: ~80
+    assert {t: len(a) for t, a in node_areas.items() if a} == dict(types)
     below_legend = image[80:, :, :]
     assert sum(color_blobs(below_legend, "#3b5bdb", 0.06)) > 300  # solid current edges
     assert len([s for s in color_blobs(below_legend, "#9aa1ad", 0.06) if s >= 4]) >= 5  # dashes
