@@ -6,6 +6,7 @@ folder). Everything runs offline on the embedded defaults.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -70,10 +71,12 @@ def run(data_dir: str | Path, out=sys.stdout) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m zep_core.demo``."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv:
-        run(argv[0])
+    """Entry point of ``python -m zep_core.demo [DATA_DIR]``."""
+    parser = argparse.ArgumentParser(prog="python -m zep_core.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("data_dir", nargs="?", help="keep the memory here (default: a fresh temporary folder)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.data_dir:
+        run(args.data_dir)
     else:
         with tempfile.TemporaryDirectory(prefix="zep-demo-") as tmp:
             run(tmp)

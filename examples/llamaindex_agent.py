@@ -14,9 +14,9 @@ drives the agent (``ZEP_EXAMPLE_MODEL``, default gpt-4o-mini).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
-import sys
 import tempfile
 import textwrap
 from collections.abc import Sequence
@@ -88,9 +88,12 @@ def run(data_dir: str) -> None:
             asyncio.run(session(memory, llm, session_id, text))
 
 
-def main() -> int:
-    if len(sys.argv) > 1:
-        run(sys.argv[1])
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data_dir", nargs="?", help="keep the memory here (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    if args.data_dir:
+        run(args.data_dir)
     else:
         with tempfile.TemporaryDirectory(prefix="zep-llamaindex-agent-") as tmp:
             run(tmp)

@@ -13,10 +13,11 @@ answers (``ZEP_EXAMPLE_MODEL``, default gpt-4o-mini).
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import tempfile
 import textwrap
+from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import CompletionResponse
@@ -83,9 +84,12 @@ def run(data_dir: str) -> None:
                   f"{meta['object']} (valid from {meta['valid_from'][:10]})")
 
 
-def main() -> int:
-    if len(sys.argv) > 1:
-        run(sys.argv[1])
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data_dir", nargs="?", help="keep the memory here (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    if args.data_dir:
+        run(args.data_dir)
     else:
         with tempfile.TemporaryDirectory(prefix="zep-llamaindex-") as tmp:
             run(tmp)
