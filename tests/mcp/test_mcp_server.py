@@ -1,0 +1,104 @@
+"""The MCP server through the SDK's own client: tools listed, the Paris→Berlin story, scoping, errors."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("mcp", reason="the MCP server needs the [mcp] extra")
+from mcp import Client  # noqa: E402
+from zep_core.demo import SESSION_1, SESSION_2  # noqa: E402
+from zep_core.mcp_server import create_mcp_server  # noqa: E402
+
+
+def turns(messages):
+    return [{"role": m.role, "content": m.content, "name": m.name, "timestamp": m.timestamp.isoformat()}
+            for m in messages]
+
+
+def call(server, *calls):
+    """Run tool calls in order on one client session; the text of each result and whether it is an error."""
+    async def run():
+        out = []
+        async with Client(server) as client:
+            for name, args in calls:
+                result = await client.call_tool(name, args)
+                out.append((result.is_error, "".join(c.text for c in result.content if c.type == "text")))
+        return out
+    return asyncio.run(run())
+
+
+def tool_names(server):
+    async def run():
+        async with Client(server) as client:
+            return sorted(t.name for t in (await client.list_tools()).tools)
+    return asyncio.run(run())
+
+
+def test_tools_are_listed_and_forget_only_when_allowed(memory):
+    assert tool_names(create_mcp_server(memory, user_id="alice")) == [
+        "add_conversation", "entity_history", "related_entities", "search_memory"]
+    assert "forget" in tool_names(create_mcp_server(memory, user_id="alice", allow_forget=True))
+
+
+def test_paris_to_berlin_through_mcp(memory):
+    server = create_mcp_server(memory, user_id="alice", user_name="Alice")
+    (e1, stored1), (e2, stored2), (e3, search), (e4, past), (e5, history), (e6, related) = call(
+        server,
+        ("add_conversation", {"messages": turns(SESSION_1), "session_id": "s1"}),
+        ("add_conversation", {"messages": turns(SESSION_2), "session_id": "s2"}),
+        ("search_memory", {"query": "Where do I live?"}),
+        ("search_memory", {"query": "Where do I live?", "as_of": "2023-06-01"}),
+        ("entity_history", {"entity_name": "me"}),
+        ("related_entities", {"entity_name": "Alice"}))
+    assert not any((e1, e2, e3, e4, e5, e6))
+    assert "learned: Alice lives in Paris." in stored1
+    assert "no longer true: Alice lives in Paris." in stored2
+    assert "Alice lives in Berlin." in search and "Paris" not in search
+    assert "Alice lives in Paris." in past and "Berlin" not in past
+    assert "Alice lives in Paris. (valid 2023-05-08 to" in history and "superseded" in history
+    assert "Berlin (place)" in related
+    assert memory.users() == ["alice"]
+
+
+def test_every_tool_is_scoped_to_the_configured_user(memory):
+    memory.conversation_end("b1", [{"role": "user", "name": "Bob", "content": "I live in Lisbon."}], user_id="bob")
+    server = create_mcp_server(memory, user_id="alice", user_name="Alice", allow_forget=True)
+    results = call(server,
+                   ("search_memory", {"query": "Lisbon"}),
+                   ("add_conversation", {"messages": [{"role": "user", "content": "I live in Oslo."}]}),
+                   ("search_memory", {"query": "Who lives in Lisbon?"}),
+                   ("entity_history", {"entity_name": "Bob"}),
+                   ("related_entities", {"entity_name": "Lisbon"}),
+                   ("forget", {"confirm_user_id": "bob"}),
+                   ("forget", {"confirm_user_id": "alice"}))
+    texts = [t for _, t in results]
+    assert texts[0] == "Nothing is stored in memory for this user yet."
+    assert "Alice lives in Oslo." in texts[2] and "Lisbon" not in texts[2].split("\n", 1)[1] and "No entity named 'Bob'" in texts[3] and "No entity named 'Lisbon'" in texts[4]
+    assert texts[5].startswith("Not deleted") and texts[6].startswith("Deleted every fact")
+    assert memory.users() == ["bob"]
+    assert [f.content for f in memory.facts("bob") if f.predicate == "lives_in"] == ["Bob lives in Lisbon."]
+
+
+def test_bad_arguments_come_back_as_sentences_not_tracebacks(memory):
+    server = create_mcp_server(memory, user_id="alice")
+    call(server, ("add_conversation", {"messages": [{"role": "user", "content": "I live in Rome."}]}))
+    results = call(server,
+                   ("search_memory", {"query": "home", "limit": 0}),
+                   ("search_memory", {"query": "home", "as_of": "not a date"}),
+                   ("add_conversation", {"messages": []}),
+                   ("add_conversation", {"messages": [{"role": "wizard", "content": "hi"}]}),
+                   ("entity_history", {"entity_name": "   "}))
+    for is_error, text in results:
+        assert not is_error and "Traceback" not in text and "/" not in text.replace("1-50", "")
+    assert results[0][1] == "limit must be between 1 and 50."
+    assert results[1][1].startswith("Could not search memory:")
+    assert results[2][1].startswith("Nothing was stored:") and results[3][1].startswith("Nothing was stored:")
+
+
+def test_a_bad_user_id_is_refused_at_start(memory):
+    from zep_core import ValidationError
+
+    with pytest.raises(ValidationError):
+        create_mcp_server(memory, user_id="")
