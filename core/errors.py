@@ -14,7 +14,8 @@ so callers can catch one type; store errors are wrapped at the store boundary.
      │    └── StoreLockedError  another process holds the data folder
      ├── ExtractionError        the extractor failed (the episode stays pending)
      ├── ProviderError          an LLM or embedding endpoint failed after retries
-     └── QueryError             a Cypher query was refused or failed
+     ├── QueryError             a Cypher query was refused or failed
+     └── PermissionDeniedError  a memory server refused the API key, or the user it asked for
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "ExtractionError",
     "InvariantError",
     "NotFoundError",
+    "PermissionDeniedError",
     "ProviderError",
     "QueryError",
     "StoreError",
@@ -71,3 +73,11 @@ class ProviderError(ZepMemoryError):
 
 class QueryError(ZepMemoryError):
     """A Cypher query was refused (write clause, missing scope) or failed."""
+
+
+class PermissionDeniedError(ZepMemoryError):
+    """A memory server (``zep-memory serve``) refused the request.
+
+    The API key was missing or unknown (HTTP 401), or it may not use the user the
+    request names, or the verb needs an admin key (HTTP 403). Nothing was read or written.
+    """

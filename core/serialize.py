@@ -1,7 +1,9 @@
 """Records as JSON-ready dicts: the one serializer of facts, entities, messages and episodes.
 
-The export format (:mod:`zep_core.transfer`), the command line's ``--json`` output
-and the adapters' document/node metadata all write records through these
+``*_to_dict`` write a record; ``*_from_dict`` read one back (the memory server's client,
+:mod:`zep_core.server`, rebuilds records from what the server sent). The export format
+(:mod:`zep_core.transfer`), the command line's ``--json`` output, the memory server's
+answers and the adapters' document/node metadata all write records through these
 functions, so a fact looks the same wherever it leaves the library. Times are ISO
 8601 strings in UTC (``datetime.isoformat()``), ``None`` stays ``None``.
 
@@ -13,12 +15,16 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
+from .errors import ValidationError
 from .models import Entity, Episode, Fact, Message
 
-__all__ = ["entity_to_dict", "episode_to_dict", "fact_metadata", "fact_to_dict", "message_to_dict", "time_text"]
+__all__ = ["entity_from_dict", "entity_to_dict", "episode_from_dict", "episode_to_dict", "fact_from_dict",
+           "fact_metadata", "fact_to_dict", "message_from_dict", "message_to_dict", "time_text"]
 
 
 def time_text(value: datetime | None) -> str | None:
@@ -72,3 +78,80 @@ def episode_to_dict(episode: Episode) -> dict[str, Any]:
     return {"id": episode.id, "user_id": episode.user_id, "session_id": episode.session_id,
             "summary": episode.summary, "created_at": time_text(episode.created_at), "status": episode.status,
             "error": episode.error, "messages": [message_to_dict(m) for m in episode.messages]}
+
+
+# -- back again: the records a dict above describes, checked as any new record is ---------------
+
+_FACT_FIELDS = tuple(f.name for f in fields(Fact))
+_ENTITY_FIELDS = tuple(f.name for f in fields(Entity))
+
+
+def _mapping(data: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise ValidationError(f"{what} must be an object, got {type(data).__name__}")
+    return data
+
+
+def fact_from_dict(data: Mapping[str, Any]) -> Fact:
+    """The :class:`Fact` that :func:`fact_to_dict` wrote, scores included when present.
+
+    Keys that are not fields of a fact (an export row's ``type``, ``subject_id``) are
+    ignored; times are read from their ISO text.
+
+    Raises:
+        ValidationError: a missing or malformed field (the record's own checks).
+
+    """
+    data = _mapping(data, "a fact")
+    try:
+        return Fact(**{name: data[name] for name in _FACT_FIELDS if name in data})
+    except TypeError as exc:  # a required field is missing
+        raise ValidationError(f"a fact is incomplete: {exc}") from None
+
+
+def entity_from_dict(data: Mapping[str, Any]) -> Entity:
+    """The :class:`Entity` that :func:`entity_to_dict` wrote.
+
+    Raises:
+        ValidationError: a missing or malformed field.
+
+    """
+    data = _mapping(data, "an entity")
+    try:
+        return Entity(**{name: data[name] for name in _ENTITY_FIELDS if name in data})
+    except TypeError as exc:
+        raise ValidationError(f"an entity is incomplete: {exc}") from None
+
+
+def message_from_dict(data: Mapping[str, Any]) -> Message:
+    """The :class:`Message` that :func:`message_to_dict` wrote.
+
+    Raises:
+        ValidationError: a missing or malformed field.
+
+    """
+    data = _mapping(data, "a message")
+    if "content" not in data:
+        raise ValidationError("a message has no 'content'")
+    return Message(content=data["content"], role=data.get("role", "user"), name=data.get("name"),
+                   id=data.get("id"), timestamp=data.get("timestamp"))
+
+
+def episode_from_dict(data: Mapping[str, Any]) -> Episode:
+    """The :class:`Episode` that :func:`episode_to_dict` wrote, with its messages.
+
+    Raises:
+        ValidationError: a missing or malformed field.
+
+    """
+    data = _mapping(data, "an episode")
+    messages = data.get("messages", ())
+    if isinstance(messages, (str, bytes, Mapping)):
+        raise ValidationError("an episode's messages must be a list")
+    try:
+        return Episode(id=data["id"], user_id=data["user_id"], session_id=data["session_id"],
+                       summary=data.get("summary"), created_at=data["created_at"],
+                       status=data.get("status", "pending"), error=data.get("error"),
+                       messages=tuple(message_from_dict(m) for m in messages))
+    except KeyError as exc:
+        raise ValidationError(f"an episode has no {exc.args[0]!r}") from None

@@ -26,7 +26,8 @@ from .options import emit, open_memory, user_of
 
 __all__ = [
     "cmd_context", "cmd_cypher", "cmd_demo", "cmd_doctor", "cmd_export", "cmd_forget", "cmd_graph", "cmd_history",
-    "cmd_import", "cmd_ingest", "cmd_maintain", "cmd_rebuild", "cmd_related", "cmd_stats", "cmd_timeline",
+    "cmd_import", "cmd_ingest", "cmd_maintain", "cmd_rebuild", "cmd_related", "cmd_serve", "cmd_stats",
+    "cmd_timeline",
 ]
 
 
@@ -410,4 +411,41 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     drawn = timeline_png(facts, args.png, entity=args.entity, now=datetime.now(timezone.utc),
                          include_statements=args.statements)
     emit(args, {"file": args.png, "facts": drawn}, f"wrote {args.png}: {drawn} facts about {args.entity}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the memory over HTTP until SIGTERM or Ctrl-C (:func:`zep_core.server.app.run_server`).
+
+    The keys and the host are checked before the data folder is opened, so a refused
+    start leaves the folder free.
+    """
+    try:
+        import uvicorn  # noqa: F401  (run_server imports it; missing, it is this one-line error)
+
+        from ..server.app import DEFAULT_MAX_BODY_BYTES, is_loopback, run_server
+        from ..server.keys import KeyRing
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"zep-memory serve needs {exc.name}, which is not installed: "
+                          "pip install 'zep-memory[server]'") from None
+
+    keys = KeyRing.from_file(args.keys) if args.keys else KeyRing.from_env()
+    if keys is None and not is_loopback(args.host):
+        raise ConfigError(f"refusing to listen on {args.host} without API keys: anyone who can reach it could read "
+                          "and write every user's memory; give --keys FILE (or set ZEP_MEMORY_API_KEYS or "
+                          "ZEP_MEMORY_KEYS_FILE), or listen on 127.0.0.1")
+    if not 0 <= args.port <= 65535:
+        raise ValidationError(f"--port must be in 0..65535, got {args.port}")
+    limit = DEFAULT_MAX_BODY_BYTES if args.max_body_bytes is None else args.max_body_bytes
+    if limit < 1:
+        raise ValidationError(f"--max-body-bytes must be >= 1, got {limit}")
+
+    def listening(url: str) -> None:
+        who = f"{len(keys)} API keys" if keys else "no API keys: every request may use every user (loopback only)"
+        print(f"zep-memory: serving {memory.data_dir} at {url} ({who}); docs at {url}/docs", file=sys.stderr,
+              flush=True)
+
+    with open_memory(args) as memory:
+        run_server(memory, keys, host=args.host, port=args.port, max_body_bytes=limit, log_level=args.log_level,
+                   access_log=args.access_log, on_listening=listening)
     return 0

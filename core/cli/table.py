@@ -33,6 +33,7 @@ from .commands import (
     cmd_maintain,
     cmd_rebuild,
     cmd_related,
+    cmd_serve,
     cmd_stats,
     cmd_timeline,
 )
@@ -220,6 +221,28 @@ COMMANDS: tuple[Command, ...] = (
         args=(arg("entity", metavar="ENTITY"),
               arg("--png", metavar="OUT", required=True, help="the PNG file to write"),
               arg("--statements", action="store_true", help="draw free-text 'statement' facts too"))),
+    Command(
+        "serve", cmd_serve, "serve the memory over HTTP to many processes (RemoteMemory)",
+        "Run the memory server: one process that owns the data folder, answering every Memory verb\n"
+        "as JSON under /v1 (OpenAPI docs at /docs) to zep_core.server.RemoteMemory clients.\n\n"
+        "API keys come from --keys FILE, or the environment: ZEP_MEMORY_API_KEYS (the JSON itself)\n"
+        "or ZEP_MEMORY_KEYS_FILE (a path) — never from a command-line value. The format:\n"
+        "  {\"keys\": [{\"key\": \"<secret>\", \"users\": [\"alice\", \"bob\"]},\n"
+        "            {\"key\": \"<secret>\", \"admin\": true}]}\n"
+        "A key may read and write only its users; an admin key any user, and maintain/stats of all.\n"
+        "Without keys every request may use every user, so the server then listens on loopback\n"
+        "only and refuses any other --host. SIGTERM or Ctrl-C stops it cleanly (requests in flight\n"
+        "finish, the memory is closed). Needs the server extra: pip install 'zep-memory[server]'.",
+        "  zep-memory serve --data ./data\n"
+        "  ZEP_MEMORY_KEYS_FILE=/etc/zep/keys.json zep-memory serve --data /srv/memory --host 0.0.0.0",
+        args=(arg("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)"),
+              arg("--port", type=int, default=8765, help="the port (default 8765; 0 picks a free one)"),
+              arg("--keys", metavar="FILE", default=None, help="the API keys file (JSON, see above)"),
+              arg("--max-body-bytes", metavar="N", type=int, default=None,
+                  help="refuse request bodies over N bytes with 413 (default 16 MiB)"),
+              arg("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
+                  help="the server's log level (default info)"),
+              arg("--access-log", action="store_true", help="log every request"))),
 )
 
 

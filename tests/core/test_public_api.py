@@ -24,6 +24,7 @@ EXPECTED_ALL = [
     "MemoryConfig",
     "Message",
     "NotFoundError",
+    "PermissionDeniedError",
     "ProviderError",
     "ProviderSettings",
     "QueryError",
