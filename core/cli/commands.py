@@ -26,7 +26,7 @@ from .options import emit, open_memory, user_of
 
 __all__ = [
     "cmd_context", "cmd_cypher", "cmd_demo", "cmd_doctor", "cmd_export", "cmd_forget", "cmd_graph", "cmd_history",
-    "cmd_import", "cmd_ingest", "cmd_maintain", "cmd_rebuild", "cmd_related", "cmd_serve", "cmd_stats",
+    "cmd_import", "cmd_ingest", "cmd_maintain", "cmd_mcp", "cmd_rebuild", "cmd_related", "cmd_serve", "cmd_stats",
     "cmd_timeline",
 ]
 
@@ -448,4 +448,40 @@ def cmd_serve(args: argparse.Namespace) -> int:
     with open_memory(args) as memory:
         run_server(memory, keys, host=args.host, port=args.port, max_body_bytes=limit, log_level=args.log_level,
                    access_log=args.access_log, on_listening=listening)
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve one user's memory to an MCP host over stdio or streamable HTTP (:mod:`zep_core.mcp_server`).
+
+    On a data folder (``--data``) or on the memory service (``--url``, key in
+    ``ZEP_MEMORY_API_KEY``). Over stdio, stdout carries only the protocol.
+    """
+    from ..mcp_server import create_mcp_server
+
+    if not args.user:
+        raise ValidationError("zep-memory mcp serves one user: give --user ID (every tool is scoped to it)")
+    if args.url and args.data:
+        raise ValidationError("give --data DIR or --url URL, not both")
+    if not 0 <= args.port <= 65535:
+        raise ValidationError(f"--port must be in 0..65535, got {args.port}")
+
+    def serve(memory: Any) -> None:
+        server = create_mcp_server(memory, user_id=args.user, user_name=args.user_name,
+                                   allow_forget=args.allow_forget)
+        if args.transport == "stdio":
+            server.run("stdio")
+        else:
+            print(f"zep-memory: MCP for user {args.user!r} at http://{args.host}:{args.port}/mcp", file=sys.stderr,
+                  flush=True)
+            server.run("streamable-http", host=args.host, port=args.port)
+
+    if args.url:
+        from ..server import RemoteMemory
+
+        with RemoteMemory(args.url, api_key=os.environ.get("ZEP_MEMORY_API_KEY")) as remote:
+            serve(remote)
+    else:
+        with open_memory(args) as memory:
+            serve(memory)
     return 0

@@ -31,6 +31,7 @@ from .commands import (
     cmd_import,
     cmd_ingest,
     cmd_maintain,
+    cmd_mcp,
     cmd_rebuild,
     cmd_related,
     cmd_serve,
@@ -243,6 +244,24 @@ COMMANDS: tuple[Command, ...] = (
               arg("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
                   help="the server's log level (default info)"),
               arg("--access-log", action="store_true", help="log every request"))),
+    Command(
+        "mcp", cmd_mcp, "serve one user's memory to an MCP host (stdio or streamable HTTP)",
+        "Run a Model Context Protocol server whose tools search and grow one user's memory:\n"
+        "search_memory, entity_history, related_entities, add_conversation, and forget with\n"
+        "--allow-forget. Every tool is scoped to --user; no tool takes a user id. It works on a\n"
+        "data folder (--data) or on the memory service (--url, its key in ZEP_MEMORY_API_KEY).\n"
+        "Needs the mcp extra: pip install 'zep-memory[mcp]' (in a clone: pip install -e '.[mcp]').\n"
+        "Host configuration: docs/mcp.md.",
+        "  zep-memory mcp --data ./data --user alice --user-name Alice\n"
+        "  zep-memory mcp --data ./data --user alice --transport streamable-http --port 8766\n"
+        "  ZEP_MEMORY_API_KEY=... zep-memory mcp --url http://127.0.0.1:8765 --user alice",
+        args=(arg("--user-name", metavar="NAME", default=None, help="who 'I' is in the user's messages and searches"),
+              arg("--url", metavar="URL", default=None, help="a zep-memory serve URL instead of --data"),
+              arg("--transport", default="stdio", choices=("stdio", "streamable-http"),
+                  help="stdio (default: what desktop hosts start) or streamable-http"),
+              arg("--host", default="127.0.0.1", help="streamable-http: the address (default 127.0.0.1)"),
+              arg("--port", type=int, default=8766, help="streamable-http: the port (default 8766)"),
+              arg("--allow-forget", action="store_true", help="register the forget tool (deletes the user)"))),
 )
 
 

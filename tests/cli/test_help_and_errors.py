@@ -9,10 +9,15 @@ from pathlib import Path
 
 import pytest
 from zep_core import Memory, MemoryConfig
+from zep_core.cli.table import COMMANDS as COMMAND_TABLE
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = ["demo", "ingest", "context", "history", "related", "cypher", "stats", "maintain", "rebuild",
-            "export", "import", "forget", "doctor", "graph", "timeline"]
+COMMANDS = [c.name for c in COMMAND_TABLE]  # every command the parser knows, so a new one cannot go untested
+
+
+def test_the_command_table_holds_the_documented_commands():
+    assert COMMANDS == ["demo", "ingest", "context", "history", "related", "cypher", "stats", "maintain", "rebuild",
+                        "export", "import", "forget", "doctor", "graph", "timeline", "serve", "mcp"]
 
 
 def test_top_level_help_lists_every_command(cli):

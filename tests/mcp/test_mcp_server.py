@@ -102,3 +102,43 @@ def test_a_bad_user_id_is_refused_at_start(memory):
 
     with pytest.raises(ValidationError):
         create_mcp_server(memory, user_id="")
+
+
+def test_zep_memory_mcp_over_stdio_with_the_sdk_client(tmp_path):
+    """The real command, started by the SDK's stdio client as an MCP host would start it."""
+    import sys
+    from pathlib import Path
+
+    from mcp import StdioServerParameters
+
+    exe = Path(sys.executable).with_name("zep-memory")
+    params = StdioServerParameters(command=str(exe), args=["mcp", "--data", str(tmp_path / "data"), "--user", "alice",
+                                                           "--user-name", "Alice"], cwd=str(tmp_path))
+
+    async def run():
+        async with Client(params) as client:
+            names = sorted(t.name for t in (await client.list_tools()).tools)
+            await client.call_tool("add_conversation", {"messages": turns(SESSION_1), "session_id": "s1"})
+            await client.call_tool("add_conversation", {"messages": turns(SESSION_2), "session_id": "s2"})
+            found = await client.call_tool("search_memory", {"query": "Where do I live?"})
+            return names, found.content[0].text
+
+    names, text = asyncio.run(run())
+    assert names == ["add_conversation", "entity_history", "related_entities", "search_memory"]
+    assert "Alice lives in Berlin." in text and "Paris" not in text
+    from zep_core import Memory
+
+    with Memory.open(tmp_path / "data") as memory:  # the server closed the folder on exit
+        assert memory.users() == ["alice"]
+
+
+def test_zep_memory_mcp_refuses_to_start_without_a_user(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).with_name("zep-memory")
+    proc = subprocess.run([str(exe), "mcp", "--data", str(tmp_path / "data")], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2 and "give --user ID" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "data").exists()
