@@ -81,3 +81,8 @@ class PermissionDeniedError(ZepMemoryError):
     The API key was missing or unknown (HTTP 401), or it may not use the user the
     request names, or the verb needs an admin key (HTTP 403). Nothing was read or written.
     """
+
+
+def install_hint(extra: str) -> str:
+    """How to install an optional extra, for an installed package and for a clone of the repository."""
+    return f"pip install 'zep-memory[{extra}]' (from a clone of the repository: pip install -e '.[{extra}]')"

@@ -30,7 +30,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, NotFoundError, ValidationError, ZepMemoryError
+from .errors import ConfigError, NotFoundError, ValidationError, ZepMemoryError, install_hint
 from .models import Fact, new_id
 from .resolve import speaker_of
 from .validation import check_id
@@ -57,8 +57,8 @@ def _import_sdk() -> Any:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError as exc:  # the extra is missing, or mcp 1.x (FastMCP) is installed
-        raise ConfigError("the MCP server needs the official mcp SDK 2.x: pip install 'zep-memory[mcp]' "
-                          f"(in a clone: pip install -e '.[mcp]'); import failed: {exc}") from None
+        raise ConfigError(f"the MCP server needs the official mcp SDK 2.x: {install_hint('mcp')}; "
+                          f"import failed: {exc}") from None
     return MCPServer, ToolError
 
 

@@ -21,7 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from .. import ConfigError, ValidationError
+from .. import ConfigError, NotFoundError, ValidationError
+from ..errors import install_hint
 from .options import emit, open_memory, user_of
 
 __all__ = [
@@ -61,7 +62,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if progress is not None:
             progress(i, episode, result)
 
-    with open_memory(args) as memory:
+    with open_memory(args, create=True) as memory:
         totals = ingest(memory, episodes, progress=on_result)
     users = sorted({e.user_id for e in episodes})
     payload = {**asdict(totals), "users": users, "dropped": dropped}
@@ -130,10 +131,12 @@ def cmd_context(args: argparse.Namespace) -> int:
 
     with open_memory(args) as memory:
         if args.block:
-            block = memory.context_block(args.query, user_id=user_of(args), limit=args.limit, as_of=args.as_of)
+            block = memory.context_block(args.query, user_id=user_of(args), limit=args.limit, as_of=args.as_of,
+                                         speaker=args.speaker)
             emit(args, {"block": block}, block)
             return 0
-        facts = memory.get_context(args.query, user_id=user_of(args), limit=args.limit, as_of=args.as_of)
+        facts = memory.get_context(args.query, user_id=user_of(args), limit=args.limit, as_of=args.as_of,
+                                   speaker=args.speaker)
     emit(args, [fact_to_dict(f, scores=True) for f in facts], lambda: "\n".join(
         f"{f.score:.3f}  {f.content}  ({_day(f.valid_from)} .. {_day(f.valid_until)})" for f in facts)
         or "no relevant facts")
@@ -321,7 +324,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     """Import a user's memory from an export."""
     from ..transfer import import_user
 
-    with open_memory(args) as memory, _readable("standard input" if args.file == "-" else str(args.file)):
+    with open_memory(args, create=True) as memory, _readable("standard input" if args.file == "-" else str(args.file)):
         if args.file == "-":
             report = import_user(memory, sys.stdin, replace=args.replace, user_id=args.user)
         else:
@@ -338,10 +341,27 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_forget(args: argparse.Namespace) -> int:
     """Forget a user everywhere."""
     with open_memory(args) as memory:
+        if not memory.has_user(args.forget_user):
+            raise NotFoundError(f"unknown user {args.forget_user!r}: nothing is stored for it in {memory.data_dir}")
+        if not args.yes and not _confirmed(f"Delete everything stored for user {args.forget_user!r} in "
+                                           f"{memory.data_dir}? This cannot be undone. [y/N] "):
+            print("not deleted", file=sys.stderr)
+            return 1
         memory.forget_user(args.forget_user)
     emit(args, {"forgotten": args.forget_user},
          f"forgot {args.forget_user}: every episode, fact, entity, vector and graph node is gone")
     return 0
+
+
+def _confirmed(question: str) -> bool:
+    """Ask on the terminal; without one (a script, a pipe) refuse, naming ``--yes``."""
+    if not sys.stdin.isatty():
+        raise ValidationError("forget deletes a user for good and there is no terminal to ask on; "
+                              "pass --yes to confirm")
+    try:
+        return input(question).strip().casefold() in {"y", "yes"}
+    except EOFError:
+        return False
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -427,7 +447,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from ..server.keys import KeyRing
     except ModuleNotFoundError as exc:
         raise ConfigError(f"zep-memory serve needs {exc.name}, which is not installed: "
-                          "pip install 'zep-memory[server]'") from None
+                          f"{install_hint('server')}") from None
 
     keys = KeyRing.from_file(args.keys) if args.keys else KeyRing.from_env()
     if keys is None and not is_loopback(args.host):
@@ -445,7 +465,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"zep-memory: serving {memory.data_dir} at {url} ({who}); docs at {url}/docs", file=sys.stderr,
               flush=True)
 
-    with open_memory(args) as memory:
+    with open_memory(args, create=True) as memory:
         run_server(memory, keys, host=args.host, port=args.port, max_body_bytes=limit, log_level=args.log_level,
                    access_log=args.access_log, on_listening=listening)
     return 0
@@ -482,6 +502,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         with RemoteMemory(args.url, api_key=os.environ.get("ZEP_MEMORY_API_KEY")) as remote:
             serve(remote)
     else:
-        with open_memory(args) as memory:
+        with open_memory(args, create=True) as memory:
             serve(memory)
     return 0

@@ -12,9 +12,10 @@ import contextlib
 import importlib
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
-from .. import ConfigError, Memory, MemoryConfig
+from .. import ConfigError, Memory, MemoryConfig, NotFoundError
 
 __all__ = ["config_from", "emit", "load_config", "open_memory", "user_of"]
 
@@ -60,13 +61,41 @@ def load_config(ref: str) -> MemoryConfig:
 
 
 @contextlib.contextmanager
-def open_memory(args: argparse.Namespace, **changes: Any) -> Iterator[Memory]:
-    """Open the Memory the options name, with ``changes`` to its config; close it on the way out."""
+def open_memory(args: argparse.Namespace, *, create: bool = False, **changes: Any) -> Iterator[Memory]:
+    """Open the Memory the options name, with ``changes`` to its config; close it on the way out.
+
+    Only the commands that write new memory (``create``: ingest, import, serve, mcp) may
+    start a new data folder; the others refuse a folder that holds none, and create nothing,
+    so a mistyped ``--data`` is an error instead of an empty memory that knows no one.
+
+    Raises:
+        NotFoundError: not ``create`` and the folder holds no memory.
+
+    """
     config = config_from(args)
     if changes:
         config = config.with_(**changes)
+    folder = Path(config.data_dir)
+    if not create and not (folder / "zep.db").is_file():
+        state = "does not exist" if not folder.exists() else "holds no memory (no zep.db)"
+        raise NotFoundError(f"the data folder {folder} {state}; pass --data with the folder your memory is in, "
+                            "or create one with `zep-memory ingest FILE --data DIR` (or `zep-memory demo --data DIR`)")
     with Memory(config) as memory:
-        yield memory
+        try:
+            yield memory
+        except NotFoundError as exc:
+            raise _with_known_users(exc, memory) from None
+
+
+def _with_known_users(exc: NotFoundError, memory: Memory) -> NotFoundError:
+    """An unknown-user error that also names the users this folder holds."""
+    text = str(exc)
+    if not text.startswith("unknown user") or "known users" in text:
+        return exc
+    users = memory.users()
+    shown = ", ".join(repr(u) for u in users[:20]) + (f" and {len(users) - 20} more" if len(users) > 20 else "")
+    return NotFoundError(f"{text}; known users: {shown} (pass one with --user)" if users else
+                         f"{text}; this folder holds no users yet")
 
 
 def user_of(args: argparse.Namespace) -> str:

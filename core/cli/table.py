@@ -132,8 +132,11 @@ COMMANDS: tuple[Command, ...] = (
         "The spec's GetContext: current facts that match QUERY semantically or sit within two\n"
         "hops of an entity it names, ranked by 0.7·semantic + 0.3·graph.",
         "  zep-memory context 'Where does Alice live?' --user alice\n"
+        "  zep-memory context 'Where do I live?' --user alice --speaker Alice\n"
         "  zep-memory context 'Where did Alice live?' --user alice --as-of 2023-12-31 --block",
         args=(arg("query", metavar="QUERY"),
+              arg("--speaker", metavar="NAME", default=None,
+                  help="who asks: 'I' and 'my' in QUERY mean NAME (default: the config's default_speaker)"),
               arg("--limit", type=int, default=None, help="how many facts (default: the config's 10)"),
               arg("--as-of", metavar="DATE", default=None, help="what was true at DATE (ISO 8601) instead of now"),
               arg("--block", action="store_true", help="print the prompt-ready context block"))),
@@ -199,9 +202,12 @@ COMMANDS: tuple[Command, ...] = (
               arg("--replace", action="store_true", help="replace the user's existing memory"))),
     Command(
         "forget", cmd_forget, "delete everything stored for a user",
-        "Remove every episode, fact, entity, vector and graph node of USER, in all three stores.",
-        "  zep-memory forget alice",
-        args=(arg("forget_user", metavar="USER"),)),
+        "Remove every episode, fact, entity, vector and graph node of USER, in all three stores.\n"
+        "It asks first on a terminal; elsewhere (a script, a pipe) it needs --yes.",
+        "  zep-memory forget alice\n"
+        "  zep-memory forget alice --yes",
+        args=(arg("forget_user", metavar="USER"),
+              arg("--yes", action="store_true", help="delete without asking"))),
     Command(
         "doctor", cmd_doctor, "check that SQLite, Chroma and Kùzu agree",
         "Compare the derived indexes with the SQLite records (for --user, or every user) and say\n"
@@ -217,7 +223,8 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "timeline", cmd_timeline, "draw an entity's facts over time as a PNG",
         "Draw every fact about ENTITY as a bar from valid_from to valid_until (or now), the\n"
-        "superseded ones hatched and marked. Needs matplotlib: pip install 'zep-memory[viz]'.",
+        "superseded ones hatched and marked. Needs matplotlib: pip install 'zep-memory[viz]'\n"
+        "(in a clone: pip install -e '.[viz]').",
         "  zep-memory timeline Alice --user alice --png alice.png",
         args=(arg("entity", metavar="ENTITY"),
               arg("--png", metavar="OUT", required=True, help="the PNG file to write"),
@@ -233,7 +240,8 @@ COMMANDS: tuple[Command, ...] = (
         "A key may read and write only its users; an admin key any user, and maintain/stats of all.\n"
         "Without keys every request may use every user, so the server then listens on loopback\n"
         "only and refuses any other --host. SIGTERM or Ctrl-C stops it cleanly (requests in flight\n"
-        "finish, the memory is closed). Needs the server extra: pip install 'zep-memory[server]'.",
+        "finish, the memory is closed). Needs the server extra: pip install 'zep-memory[server]' (in a clone:\n"
+        "pip install -e '.[server]').",
         "  zep-memory serve --data ./data\n"
         "  ZEP_MEMORY_KEYS_FILE=/etc/zep/keys.json zep-memory serve --data /srv/memory --host 0.0.0.0",
         args=(arg("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)"),

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError, ProviderError
+from ..errors import ConfigError, ProviderError, install_hint
 
 __all__ = ["ChatReply", "EndpointError", "OpenAIClient", "Usage"]
 
@@ -142,7 +142,7 @@ class OpenAIClient:
         try:
             import openai
         except ImportError:
-            raise ConfigError("the OpenAI providers need the openai extra: pip install 'zep-memory[openai]'") from None
+            raise ConfigError("the OpenAI providers need the openai extra: " + install_hint("openai")) from None
         self._openai = openai
         self.base_url = base_url
         # An explicit URL: the openai package would otherwise read OPENAI_BASE_URL behind the config's back.

@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, install_hint
 
 if TYPE_CHECKING:
     from .app import create_app
@@ -54,7 +54,7 @@ def __getattr__(name: str) -> Any:
         if (exc.name or "").split(".")[0] not in _EXTRA:
             raise
         raise ConfigError(f"zep_core.server.{name} needs {exc.name}, which is not installed: "
-                          "pip install 'zep-memory[server]'") from None
+                          f"{install_hint('server')}") from None
     value = getattr(module, name)
     globals()[name] = value
     return value

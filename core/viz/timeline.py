@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from ..errors import ConfigError, NotFoundError
+from ..errors import ConfigError, NotFoundError, install_hint
 from ..models import Fact
 
 __all__ = ["timeline_png"]
@@ -52,7 +52,7 @@ def timeline_png(facts: Sequence[Fact], path: str | Path, *, entity: str, now: d
         from matplotlib.figure import Figure
         from matplotlib.patches import Patch
     except ImportError:
-        raise ConfigError("the timeline needs matplotlib: pip install 'zep-memory[viz]'") from None
+        raise ConfigError("the timeline needs matplotlib: " + install_hint("viz")) from None
     chosen = [f for f in facts if include_statements or f.predicate != "statement"] or list(facts)
     if not chosen:
         raise NotFoundError(f"{entity} has no facts to draw")

@@ -57,12 +57,33 @@ def test_the_installed_console_script_runs_the_demo(tmp_path):
     assert any(f.content == "Alice lives in Paris." and f.superseded_by for f in history)
 
 
-def test_python_dash_m_reports_an_unknown_user_in_one_line_with_exit_code_2(tmp_path):
+def test_python_dash_m_reports_an_unknown_user_in_one_line_with_the_known_users(tmp_path):
+    with Memory(MemoryConfig(data_dir=tmp_path / "data")) as memory:
+        memory.conversation_end("s", [{"role": "user", "name": "Ann", "content": "I live in Oslo."}], user_id="ann")
     proc = run_entry(sys.executable, "-m", "zep_core.cli", "context", "hello", "--user", "nobody",
-                     "--data", str(tmp_path / "empty"))
+                     "--data", str(tmp_path / "data"))
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: unknown user 'nobody'") and proc.stderr.count("\n") == 1
+    assert "known users: 'ann' (pass one with --user)" in proc.stderr
     assert proc.stdout == ""
+
+
+READ_ONLY = [["context", "hello"], ["history", "Alice"], ["related", "Alice"], ["cypher", "MATCH (e) RETURN e"],
+             ["stats"], ["export"], ["doctor"], ["maintain"], ["rebuild"], ["forget", "alice", "--yes"],
+             ["graph", "--html", "g.html"], ["timeline", "Alice", "--png", "t.png"]]
+
+
+@pytest.mark.parametrize("command", READ_ONLY, ids=[c[0] for c in READ_ONLY])
+def test_a_wrong_data_folder_is_an_error_that_creates_nothing(cli, tmp_path, command):
+    missing = tmp_path / "typo"
+    result = cli(*command, "--data", missing, "--user", "alice")
+    assert result.code == 2 and "does not exist; pass --data with the folder your memory is in" in result.err
+    assert not missing.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = cli(*command, "--data", empty, "--user", "alice")
+    assert result.code == 2 and "holds no memory (no zep.db)" in result.err
+    assert list(empty.iterdir()) == []
 
 
 def test_python_dash_m_zep_core_is_the_same_command(tmp_path):
@@ -89,10 +110,10 @@ def test_a_folder_built_with_another_embedder_is_a_one_line_error(cli, tmp_path,
     assert "was built with the embedder test:hash-64" in result.err and "rebuild" not in result.out
 
 
-def test_config_references_name_a_config_or_a_function(cli, tmp_path):
-    assert cli("stats", "--config", "zep_core.config:MemoryConfig", "--data", tmp_path, "--json").code == 0
-    assert "could not" not in cli("stats", "--config", "tests.cli.configs:broken_extractor", "--data", tmp_path).err
-    missing = cli("stats", "--config", "zep_core:NoSuchThing.attr", "--data", tmp_path)
+def test_config_references_name_a_config_or_a_function(cli, alice_data):
+    assert cli("stats", "--config", "zep_core.config:MemoryConfig", "--data", alice_data, "--json").code == 0
+    assert "could not" not in cli("stats", "--config", "tests.cli.configs:broken_extractor", "--data", alice_data).err
+    missing = cli("stats", "--config", "zep_core:NoSuchThing.attr", "--data", alice_data)
     assert missing.code == 2 and "cannot be loaded" in missing.err
 
 
@@ -106,3 +127,42 @@ def test_usage_errors_exit_2(cli):
     assert cli().code == 2
     assert cli("no-such-command").code == 2
     assert cli("graph", "--data", "x").code == 2  # --html is required
+
+
+def test_a_closed_pipe_ends_the_output_quietly(alice_data):
+    """`zep-memory export | head`: the reader closes early; no traceback, no error, exit 0."""
+    exe = Path(sys.executable).with_name("zep-memory")
+    proc = subprocess.Popen([str(exe), "export", "--data", str(alice_data), "--user", "alice"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the command writes: its first write meets a closed pipe
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and err == b""
+
+
+def test_forget_asks_first_and_needs_yes_without_a_terminal(cli, alice_data, monkeypatch):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal
+    refused = cli("forget", "alice", "--data", alice_data)
+    assert refused.code == 2 and "pass --yes to confirm" in refused.err
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr("sys.stdin", Terminal("n\n"))
+    kept = cli("forget", "alice", "--data", alice_data)
+    assert kept.code == 1 and "not deleted" in kept.err and "Delete everything stored for user 'alice'" in kept.out
+    with Memory(MemoryConfig(data_dir=alice_data)) as memory:
+        assert memory.has_user("alice")
+    monkeypatch.setattr("sys.stdin", Terminal("y\n"))
+    assert cli("forget", "alice", "--data", alice_data).code == 0
+    assert cli("forget", "alice", "--data", alice_data, "--yes").code == 2  # now unknown
+    with Memory(MemoryConfig(data_dir=alice_data)) as memory:
+        assert not memory.has_user("alice")
+
+
+def test_speaker_says_who_i_is(cli, alice_data):
+    mine = cli("context", "Where do I live?", "--data", alice_data, "--user", "alice", "--speaker", "Alice",
+               "--limit", "1")
+    assert mine.code == 0 and "Alice lives in Berlin." in mine.out

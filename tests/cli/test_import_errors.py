@@ -28,7 +28,7 @@ def export_rows(cli, alice_data, tmp_path):
     """Alice's export with its vectors, as rows; alice is then forgotten, so it imports back."""
     path = tmp_path / "alice.jsonl"
     assert cli("export", "--data", alice_data, "--user", "alice", "--out", path, "--embeddings").code == 0
-    assert cli("forget", "alice", "--data", alice_data).code == 0
+    assert cli("forget", "alice", "--data", alice_data, "--yes").code == 0
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
 
 

@@ -101,11 +101,11 @@ def test_forget_removes_the_user_from_every_store(cli, alice_data, open_memory):
     memory = open_memory(alice_data)
     memory.conversation_end("s", [Message("I live in Rome.", name="Bob")], user_id="bob")
     memory.close()
-    result = cli("forget", "alice", "--data", alice_data)
+    result = cli("forget", "alice", "--data", alice_data, "--yes")
     assert result.code == 0 and "forgot alice" in result.out
     memory = open_memory(alice_data)
     assert not memory.has_user("alice") and memory.has_user("bob")
     assert vector_ids(memory, "alice", "current") == set() and memory.check_consistency() == {}
     memory.close()
-    again = cli("forget", "alice", "--data", alice_data)
+    again = cli("forget", "alice", "--data", alice_data, "--yes")
     assert again.code == 2 and again.err.startswith("error: unknown user 'alice'")

@@ -41,7 +41,7 @@ def test_export_forget_import_restores_identical_facts(cli, rich_data, tmp_path,
     result = cli("export", "--data", rich_data, "--user", "alice", "--out", export, *flags)
     assert result.code == 0, result.err
     assert "exported 4 episodes" in result.out and "3 chat turns" in result.out
-    assert cli("forget", "alice", "--data", rich_data).code == 0
+    assert cli("forget", "alice", "--data", rich_data, "--yes").code == 0
     imported = cli("import", export, "--data", rich_data, "--json")
     assert imported.code == 0, imported.err
     report = json.loads(imported.out)
