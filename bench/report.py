@@ -286,6 +286,31 @@ def _cost(res: dict[str, Any]) -> list[str]:
             format_table(res), "```", ""]
 
 
+# -- the server -----------------------------------------------------------------------
+
+
+def _server(res: dict[str, Any]) -> list[str]:
+    """``bench/server.py``: get_context and conversation_end through the server vs in process."""
+    rows = []
+    for name in ("get_context", "conversation_end"):
+        r = res[name]
+        rows.append([f"`{name}`", r["calls"], _ms(r["in_process_ms"]["p50"]), _ms(r["in_process_ms"]["p95"]),
+                     _ms(r["server_ms"]["p50"]), _ms(r["server_ms"]["p95"]), _ms(r["overhead_ms"]["p50"]),
+                     _ms(r["overhead_ms"]["p95"]), f"{r['ratio']['p50']}×", f"{r['ratio']['p95']}×"])
+    t = res["target"]
+    return ["## The memory server: through `zep-memory serve` vs in process", "",
+            f"`python -m bench.server` ({res.get('mode', '?')}): {res['facts']} facts of {res['users']} users; the "
+            "server on a copy of the folder in its own process, reached by `RemoteMemory` over loopback; the same "
+            "calls to both sides back to back, in alternating order, in the same run. Floors p50: "
+            f"`GET /healthz` {_ms(res['floor_healthz_ms']['p50'])} ms, `GET /v1/now` "
+            f"{_ms(res['floor_now_ms']['p50'])} ms. Same answers: {res['get_context']['same_answers']}/"
+            f"{res['get_context']['calls']}.", "",
+            *_table(("call", "n", "in process p50 (ms)", "p95", "server p50 (ms)", "p95", "overhead p50 (ms)",
+                     "overhead p95", "ratio p50", "ratio p95"), rows),
+            f"Target: `get_context` overhead p50 ≤ {t['overhead_p50_ms']:g} ms: {_ms(t['overhead_p50_measured_ms'])} "
+            f"ms, {_verdict(t['met'], 'missed')}.", ""]
+
+
 # -- the page -------------------------------------------------------------------------
 
 
@@ -406,6 +431,9 @@ def render(results_dir: Path = RESULTS_DIR, notes: str = "") -> str:
         body += part
     if cost:
         body += _cost(cost)
+    server = _load(results_dir, "server")
+    if server:
+        body += _server(server)
     lines += _targets(loc_target, scale_target, lme_target)
     if notes:
         lines += [notes, ""]

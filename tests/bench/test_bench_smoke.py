@@ -125,3 +125,24 @@ def test_chroma_rss_reports_memory_per_collection():
     assert row["collections"] == 3 and row["vectors_each"] == 5
     assert abs(row["mb_per_collection"] - row["grown_mb"] / 3) < 0.01
     assert row["vector_mb_per_collection"] == round(5 * 384 * 4 / 2**20, 3)
+
+
+def test_tiny_server_run_compares_the_served_memory_with_the_in_process_one(tmp_path):
+    pytest.importorskip("uvicorn", reason="the server extra is not installed")
+    from bench import server
+    from bench.report import render
+
+    result = server.run(users=3, episodes_n=12, n_queries=6, writes=2, save=False, data_dir=tmp_path)
+    assert result["get_context"]["calls"] == 6 and result["conversation_end"]["calls"] == 2
+    assert result["get_context"]["same_answers"] == 6  # both sides hold copies of the same data
+    assert result["conversation_end"]["same_results"] == 2
+    for name in ("get_context", "conversation_end"):
+        row = result[name]
+        ours, served = row["in_process_ms"], row["server_ms"]
+        assert row["overhead_ms"]["p50"] == pytest.approx(served["p50"] - ours["p50"], abs=0.01)
+        assert row["ratio"]["p95"] == pytest.approx(served["p95"] / ours["p95"], abs=0.01)
+    assert result["target"]["met"] == (result["get_context"]["overhead_ms"]["p50"] <= 2.0)
+    assert "get_context" in server.format_table(result)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "server.json").write_text(json.dumps(result))
+    assert "through `zep-memory serve` vs in process" in render(tmp_path / "results")

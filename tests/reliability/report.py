@@ -52,6 +52,9 @@ def tables() -> str:
     lk, lm = locks.get("figures", {}), limits.get("figures", {})
     prop, soak = _load("cypher_property"), _soak()
     cp, sk = prop.get("figures", {}), soak.get("figures", {})
+    load = _load("server_load")
+    sl = load.get("figures", {})
+    sv, sw, sr = sl.get("kill", {}), sl.get("conversation_end_ms", {}), sl.get("get_context_ms", {})
     kills = ", ".join(f"{n} {op if op.startswith('between') else 'during ' + op}"
                       for op, n in sorted(sk.get("kills", {}).items(), key=lambda kv: -kv[1]))
     answers = ", ".join(f"{n} {kind}" for kind, n in sorted(h.get("answers", {}).items()))
@@ -80,6 +83,21 @@ def tables() -> str:
              "; ".join(f"{name.replace('_', ' ')}: {v.get('outcome', '')}"
                        + (f" (in {v['seconds'] * 1000:.1f} ms)" if v.get("seconds") is not None else "")
                        for name, v in sorted(lk.items())), locks),
+        _row("Server: client processes, then SIGKILL",
+             f"**{sl.get('clients', 0)} client processes × {sl.get('episodes_per_client', 0)} episodes** through "
+             f"`zep-memory serve` ({sl.get('episodes_acknowledged', 0)} acknowledged, "
+             f"{sl.get('episodes_per_s', 0)} episodes/s), each reading `get_context` alongside: conversation_end "
+             f"p50/p95 {sw.get('p50', 0)}/{sw.get('p95', 0)} ms, get_context p50/p95 {sr.get('p50', 0)}/"
+             f"{sr.get('p95', 0)} ms ({sl.get('reads', 0)} reads); errors: {sl.get('errors', 'n/a')}, lost: "
+             f"{sl.get('lost', 'n/a')}, duplicated: {sl.get('duplicated', 'n/a')}. SIGKILL once "
+             f"{sv.get('acknowledged_before_kill', 0)} of {sl.get('clients', 0) * sv.get('episodes_per_client', 0)} "
+             f"more episodes were acknowledged ({sv.get('clients_writing_at_kill', 0)} clients writing): "
+             f"{sv.get('outbox_rows_left', 0)} outbox rows replayed by the restart ({sv.get('restart_seconds', 0)} s), "
+             f"{sv.get('episodes_sent_again', 0)} episodes sent again ({sv.get('sent_again_already_stored', 0)} "
+             f"already stored, {sv.get('pending_after_restart_completed_by_maintain', 0)} of them pending until "
+             f"`maintain`); {sv.get('episodes_checked', 0)} episodes checked: **lost: {sv.get('lost', 'n/a')}, "
+             f"duplicated: {sv.get('duplicated', 'n/a')}**; doctor: {sv.get('doctor', 'n/a')}; "
+             f"{sl.get('seconds', 0)} s", load),
         _row("Hostile and broken input",
              f"**{h.get('run', 0)} cases** ({h.get('cases', 0)} in the corpus): {answers}; stores unchanged by "
              "every refusal, bystander unchanged, no file outside the data folder", hostile),
