@@ -247,13 +247,13 @@ class Retriever:
     Args:
         records, vectors, graph: the stores.
         embedder: embeds the query.
-        catch_up: applies queued index writes before the indexes are read.
+        catch_up: applies a user's queued index writes before the indexes are read for that user.
         assistant: the name unnamed assistant turns are stored under ("you" in a question).
 
     """
 
     def __init__(self, records: RecordStore, vectors: VectorIndex, graph: GraphIndex, embedder: Embedder,
-                 catch_up: Callable[[], None], assistant: str | None = None) -> None:
+                 catch_up: Callable[[str], None], assistant: str | None = None) -> None:
         self.records, self.vectors, self.graph = records, vectors, graph
         self.embedder, self._catch_up, self._assistant = embedder, catch_up, assistant
 
@@ -268,7 +268,7 @@ class Retriever:
         scoring, user, when = query.scoring, query.user_id, query.as_of
         as_of = iso(when) if when else None
         vector = self.embedder.embed_query(f"{query.asker}: {query.text}" if query.asker else query.text)
-        self._catch_up()
+        self._catch_up(user)
         k = max(scoring.semantic_candidates, scoring.context_limit)
         semantic = dict(self.vectors.query(user, "current", vector, k))
         if when is not None:
@@ -384,7 +384,7 @@ class Retriever:
     def related_entities(self, name: str, user_id: str, *, limit: int) -> list[Entity]:
         """The spec's RelatedEntities: distinct entities 1..2 hops from ``name``, nearest first."""
         eid = self.entity_id(name, user_id)
-        self._catch_up()
+        self._catch_up(user_id)
         ids = self.graph.related(user_id, eid, hops=2, limit=limit)
         found = self.records.get_entities(user_id, ids)
         return [found[i] for i in ids if i in found]

@@ -222,9 +222,14 @@ class IndexSync:
                     self.records.clear_outbox(rows[-1][0])
                 done += len(rows)
 
-    def catch_up(self) -> None:
-        """Read-your-writes: apply queued index writes before a read that uses the indexes."""
-        if self.records.outbox_size():
+    def catch_up(self, user_id: str | None = None) -> None:
+        """Read-your-writes: apply queued index writes before a read that uses the indexes.
+
+        A read of one user waits only when that user has writes queued: each user's vectors
+        and graph are their own, so other users' queued writes cannot change its answer, and
+        a read does not queue behind a busy indexer working for them.
+        """
+        if self.records.outbox_size(user_id):
             self.drain()
 
     def wake(self) -> None:

@@ -612,9 +612,11 @@ class RecordStore:
         """Mark index writes done, up to and including ``up_to_seq``."""
         self._exec("DELETE FROM outbox WHERE seq <= ?", [up_to_seq])
 
-    def outbox_size(self) -> int:
-        """How many index writes are pending."""
-        return self._rows("SELECT count(*) FROM outbox")[0][0]
+    def outbox_size(self, user_id: str | None = None) -> int:
+        """How many index writes are pending (of ``user_id`` only, when given)."""
+        if user_id is None:
+            return self._rows("SELECT count(*) FROM outbox")[0][0]
+        return self._rows("SELECT count(*) FROM outbox WHERE user_id = ?", [user_id])[0][0]
 
     def quarantine_outbox(self, rows: Iterable[tuple[int | None, str, str, str, dict | None, str]]) -> None:
         """Set aside index writes ``(seq, op, user_id, ref_id, payload, error)`` that could not be applied.
