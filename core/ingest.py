@@ -27,6 +27,7 @@ The index writes of the whole call are applied once, at its end
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -142,6 +143,8 @@ class Ingestor:
         self.config, self.records, self.sync = config, records, sync
         self.embedder, self.extractor = embedder, extractor
         self._now, self._check_open = clock, check_open
+        self._in_flight: set[str] = set()  # episodes being extracted in this process
+        self._flight_lock = threading.Lock()
 
     def conversation_end(self, session_id: str, messages: Sequence[Any], *, user_id: str,
                          episode_id: str | None) -> IngestResult:
@@ -153,7 +156,7 @@ class Ingestor:
         if owner is not None:
             if owner != user_id:
                 raise ValidationError(f"episode id {episode_id!r} belongs to another user; use a new id")
-            return IngestResult(episode_id=episode_id, status="duplicate")
+            return self._again(episode_id, now)
         ids = [m.id or f"{episode_id}:{i}" for i, m in enumerate(msgs)]
         msgs = [replace(m, id=mid) for m, mid in zip(msgs, ids)]
         episode = Episode(id=episode_id, session_id=session_id, user_id=user_id, created_at=now,
@@ -162,10 +165,41 @@ class Ingestor:
             if self.records.episode_owner(episode_id) is not None:
                 return IngestResult(episode_id=episode_id, status="duplicate")
             self.records.insert_episode(episode, ids)
+        return self.process(episode, now, fresh=True)
+
+    def _again(self, episode_id: str, now: datetime) -> IngestResult:
+        """An episode id sent again: ``duplicate`` once it is done; a pending one is extracted now.
+
+        A pending episode is one whose extraction failed, or was cut short (the process
+        died after storing it, before its reply): sending it again — what a client does
+        when it got no reply — finishes it instead of leaving it for ``maintain()``.
+        """
+        episode = self.records.get_episode(episode_id)
+        if episode is None or episode.status != "pending":
+            return IngestResult(episode_id=episode_id, status="duplicate")
         return self.process(episode, now)
 
-    def process(self, episode: Episode, now: datetime) -> IngestResult:
-        """Extract from a stored episode and apply the rules; a failing extractor leaves it pending."""
+    def process(self, episode: Episode, now: datetime, *, fresh: bool = False) -> IngestResult:
+        """Extract from a stored episode and apply the rules; a failing extractor leaves it pending.
+
+        One extraction of an episode at a time in this process: a second call while one
+        runs (a client's retry, ``maintain()``) returns ``pending`` and changes nothing.
+        ``fresh``: the caller has just stored it, so its status needs no second look.
+        """
+        with self._flight_lock:
+            if episode.id in self._in_flight:
+                return IngestResult(episode_id=episode.id, status="pending")
+            self._in_flight.add(episode.id)
+        try:
+            current = None if fresh else self.records.get_episode(episode.id)
+            if current is not None and current.status != "pending":  # finished while this call waited
+                return IngestResult(episode_id=episode.id, status="duplicate")
+            return self._process(episode, now)
+        finally:
+            with self._flight_lock:
+                self._in_flight.discard(episode.id)
+
+    def _process(self, episode: Episode, now: datetime) -> IngestResult:
         known: tuple[Fact, ...] = ()
         if getattr(self.extractor, "needs_known_facts", False):
             known = tuple(self._known_facts(episode))
@@ -247,7 +281,7 @@ class Ingestor:
                 stored.append((k, episode, now))
         if getattr(self.extractor, "needs_known_facts", False):
             for k, episode, now in stored:
-                results[k] = self.process(episode, now)
+                results[k] = self.process(episode, now, fresh=True)
             return [results[k] for k in range(len(batch))]
         extracted: list[tuple[int, _Extracted]] = []
         for k, episode, now in stored:

@@ -114,3 +114,22 @@ def test_chat_session_turns_persist_and_end_as_one_episode(make_memory, tmp_path
     assert memory.unended_count("chat", user_id="ana") == 0
     assert memory.end_session("chat", user_id="ana") is None
     assert [m.content for m in memory.get_messages("chat", user_id="ana")] == ["I live in Madrid.", "Noted!"]
+
+
+def test_sending_a_pending_episode_again_extracts_it_once(make_memory):
+    """A client that got no reply sends the same episode id again: a pending episode is finished, a done one kept."""
+    scripted = ScriptedExtractor()
+    scripted.fail(RuntimeError("model overloaded"))
+    memory = make_memory(extractor=scripted)
+    msgs = [Message("I live in Paris", name="Alice", id="m1")]
+    assert memory.conversation_end("s1", msgs, user_id="alice", episode_id="ep-1").status == "pending"
+
+    scripted.push(said("Alice", "lives_in", "Paris"))
+    again = memory.conversation_end("s1", msgs, user_id="alice", episode_id="ep-1")
+    assert again.status == "done" and [f.content for f in again.added] == ["Alice lives in Paris."]
+    assert memory.get_episode("ep-1").status == "done"
+
+    third = memory.conversation_end("s1", msgs, user_id="alice", episode_id="ep-1")
+    assert third.status == "duplicate" and third.added == ()
+    assert [f.content for f in memory.facts("alice") if f.predicate == "lives_in"] == ["Alice lives in Paris."]
+    assert memory.maintain().retried == 0
