@@ -18,7 +18,10 @@ Example:
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import fields, is_dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TextIO
@@ -26,7 +29,7 @@ from typing import Any, TextIO
 from . import cypher as _cypher
 from . import transfer
 from .config import MemoryConfig
-from .errors import NotFoundError, ValidationError, ZepMemoryError
+from .errors import ConfigError, NotFoundError, ValidationError, ZepMemoryError
 from .ingest import EpisodeSpec, Ingestor
 from .maintenance import Maintenance, MaintenanceReport
 from .models import Entity, Episode, Fact, IngestResult, Message, to_utc
@@ -49,6 +52,13 @@ EPISODE_STATUSES = ("pending", "done", "failed")
 class Memory:
     """A temporal knowledge-graph memory on SQLite + Chroma + Kùzu.
 
+    One process opens a data folder once: a second ``Memory`` (or :meth:`open`) on a
+    folder this process already has open shares the first one's stores, so any number
+    of adapters in one process use one memory. Each is closed on its own; the last
+    ``close()`` releases the stores and the folder lock. The second must ask for the
+    same settings (and clock and store opener), or it gets a :class:`ConfigError`.
+    Another process still gets :class:`StoreLockedError` (or uses ``zep-memory serve``).
+
     Args:
         config: a :class:`MemoryConfig`; ``None`` uses the offline defaults in ``./data``.
         clock: returns "now" (timezone-aware); tests pass a fixed clock.
@@ -57,7 +67,8 @@ class Memory:
 
     Raises:
         StoreLockedError: another process has the data folder open.
-        ConfigError: the data folder was built with another embedder.
+        ConfigError: the data folder was built with another embedder, or this process
+            has it open with other settings.
 
     Example:
         >>> memory = Memory(MemoryConfig(data_dir=tmp))                # doctest: +SKIP
@@ -67,9 +78,15 @@ class Memory:
 
     def __init__(self, config: MemoryConfig | None = None, *, clock: Callable[[], datetime] | None = None,
                  stores: StoreOpener = open_stores) -> None:
-        self.config = config or MemoryConfig()
+        _attach(self, config or MemoryConfig(), clock, stores, same_settings=True)
+
+    def _build(self, config: MemoryConfig, clock: Callable[[], datetime] | None, stores: StoreOpener) -> None:
+        """Open the stores and build the parts: what every handle on this folder shares."""
+        self.config = config
         self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._opener = stores
         self._closed = False
+        self._owner: Memory | None = None
         self.embedder, self.extractor, self.summarizer = build_providers(self.config)
         self.data_dir = self.config.data_path
         self._stores = stores(self.config)
@@ -103,12 +120,23 @@ class Memory:
     def open(cls, data_dir: str | Path = "./data", **options: Any) -> Memory:
         """Open (or create) a memory in ``data_dir`` with the offline defaults.
 
+        A folder this process already has open is not opened again: the new Memory
+        shares its stores (see :class:`Memory`). Without ``options`` it joins that
+        memory whatever settings it was opened with; with ``options`` they must match.
+
         Args:
             data_dir: the data folder.
             **options: any :class:`MemoryConfig` field, e.g. ``semantic_threshold=0.5``.
 
+        Raises:
+            StoreLockedError: another process has the data folder open.
+            ConfigError: the folder is open in this process with other settings than ``options``.
+
         """
-        return cls(MemoryConfig(data_dir=data_dir, **options))
+        config = MemoryConfig(data_dir=data_dir, **options)
+        memory = cls.__new__(cls)
+        _attach(memory, config, None, open_stores, same_settings=bool(options))
+        return memory
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -119,9 +147,19 @@ class Memory:
         self.close()
 
     def close(self) -> None:
-        """Stop background work, apply what is queued, release the stores and the folder lock."""
+        """Stop background work, apply what is queued, release the stores and the folder lock.
+
+        With several Memory objects open on one folder in this process, each ``close()``
+        closes that object only; the last one releases the stores and the lock.
+        """
         if self._closed:
             return
+        owner = self._owner
+        if owner is not None:  # a handle: the shared parts go when the last handle goes
+            self._closed = True
+            _detach(owner)
+            return
+        _forget(self)
         self._workers.stop()
         self._sandbox.close()
         with self._sync.exclusive():  # a writer still running finishes first; none starts after
@@ -130,7 +168,7 @@ class Memory:
             self._stores.close()
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._closed or (self._owner is not None and self._owner._closed):
             raise ZepMemoryError("this Memory is closed; open a new one")
 
     def now(self) -> datetime:
@@ -498,6 +536,76 @@ class Memory:
             check_id(user_id, "user_id")
         return {**self._maintenance.stats(self.users(), user_id), "data_dir": str(self.data_dir),
                 "chroma_url": self.config.chroma_url}
+
+
+# -- one folder, opened once per process: the handles of its shared parts ----------------------
+
+#: The memories this process has open, by (process, data folder): the owner of the parts
+#: and how many handles use them. The pid keeps a forked child from using its parent's stores.
+_OPEN: dict[tuple[int, Path], list[Any]] = {}
+_OPEN_LOCK = threading.RLock()
+
+
+def _attach(handle: Memory, config: MemoryConfig, clock: Callable[[], datetime] | None, stores: StoreOpener,
+            *, same_settings: bool) -> None:
+    """Make ``handle`` a Memory on ``config``'s folder: on the parts already open here, or new ones."""
+    key = (os.getpid(), config.data_path)
+    with _OPEN_LOCK:
+        entry = _OPEN.get(key)
+        if entry is None:
+            owner = Memory.__new__(Memory)
+            owner._build(config, clock, stores)
+            entry = _OPEN[key] = [owner, 0]
+        elif same_settings:
+            _check_same(entry[0], config, clock, stores)
+        entry[1] += 1
+    owner = entry[0]
+    handle.__dict__.update(owner.__dict__)  # the shared parts; the flags below are the handle's own
+    handle._owner, handle._closed = owner, False
+
+
+def _detach(owner: Memory) -> None:
+    """One handle of ``owner`` closed: the last one closes the owner (under the lock, so no open joins it meanwhile)."""
+    with _OPEN_LOCK:
+        entry = _OPEN.get((os.getpid(), owner.data_dir))
+        if entry is None or entry[0] is not owner:
+            return  # the owner is closed already (at interpreter exit)
+        entry[1] -= 1
+        if entry[1] == 0:
+            owner.close()
+
+
+def _forget(owner: Memory) -> None:
+    """The owner is closing: a later open builds new parts."""
+    with _OPEN_LOCK:
+        key = (os.getpid(), owner.data_dir)
+        if key in _OPEN and _OPEN[key][0] is owner:
+            del _OPEN[key]
+
+
+def _check_same(owner: Memory, config: MemoryConfig, clock: Callable[[], datetime] | None,
+                stores: StoreOpener) -> None:
+    """Refuse a second open of a folder with other settings than the open one has."""
+    first = owner.config
+    differ = []
+    for f in fields(MemoryConfig):
+        mine, theirs = getattr(config, f.name), getattr(first, f.name)
+        if f.name == "data_dir" or mine == theirs:
+            continue
+        if is_dataclass(mine):  # a settings group: name the settings that differ
+            differ += [g.name for g in fields(mine) if getattr(mine, g.name) != getattr(theirs, g.name)]
+        else:
+            differ.append(f.name)
+    if clock is not None and clock is not owner._clock:
+        differ.append("clock")
+    if stores is not owner._opener:
+        differ.append("stores")
+    if differ:
+        raise ConfigError(
+            f"the data folder {owner.data_dir} is in use by this process with other settings "
+            f"({', '.join(differ)} differ); a second Memory on it shares the open one's stores, so open it with "
+            "the same settings (or Memory.open(data_dir) with none, to join it as it is), or close the other "
+            "Memory first")
 
 
 def _check_ids(**ids: str | None) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ They never save themselves; :class:`zep_core.Memory` does that.
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from collections.abc import Mapping, Sequence
@@ -86,6 +87,10 @@ class Message:
         name: the speaker's name; first-person statements resolve to it.
         id: a caller-supplied message id, kept as the citation of facts drawn from it.
         timestamp: when it was said; relative dates ("yesterday") are read against it.
+        extra: JSON-ready data an adapter keeps with a chat turn in the session buffer
+            (tool calls, content blocks, framework kwargs), each adapter under its own
+            key (``{"llamaindex": {...}}``). Never read by extraction; not stored with
+            an episode's messages.
 
     Example:
         >>> Message("I live in Paris", role="user", name="Alice").role
@@ -98,6 +103,7 @@ class Message:
     name: str | None = None
     id: str | None = None
     timestamp: datetime | None = None
+    extra: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         check_text(self.content, "message content")
@@ -112,6 +118,14 @@ class Message:
         if self.id is not None:
             check_text(self.id, "message id")
         object.__setattr__(self, "timestamp", _optional_utc(self.timestamp, "message timestamp"))
+        if self.extra is not None:
+            if not isinstance(self.extra, Mapping):
+                raise ValidationError(f"message extra must be a mapping (or None), got {type(self.extra).__name__}")
+            try:
+                json.dumps(self.extra, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise ValidationError(f"message extra must be JSON-ready (dicts, lists, strings, numbers): {exc}") \
+                    from None
 
     @classmethod
     def coerce(cls, obj: Any, index: int = 0) -> Message:
@@ -137,6 +151,7 @@ class Message:
                     name=obj.get("name", obj.get("speaker")),
                     id=obj.get("id", obj.get("message_id")),
                     timestamp=obj.get("timestamp", obj.get("created_at")),
+                    extra=obj.get("extra"),
                 )
             if isinstance(obj, (tuple, list)) and len(obj) == 2:
                 return cls(content=obj[1], role=obj[0])

@@ -68,9 +68,12 @@ def entity_to_dict(entity: Entity) -> dict[str, Any]:
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
-    """A chat message: id, role, speaker name, text and when it was said."""
-    return {"id": message.id, "role": message.role, "name": message.name, "content": message.content,
+    """A chat message: id, role, speaker name, text and when it was said (and its ``extra``, when it has one)."""
+    data = {"id": message.id, "role": message.role, "name": message.name, "content": message.content,
             "timestamp": time_text(message.timestamp)}
+    if message.extra is not None:
+        data["extra"] = dict(message.extra)
+    return data
 
 
 def episode_to_dict(episode: Episode) -> dict[str, Any]:
@@ -134,7 +137,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
     if "content" not in data:
         raise ValidationError("a message has no 'content'")
     return Message(content=data["content"], role=data.get("role", "user"), name=data.get("name"),
-                   id=data.get("id"), timestamp=data.get("timestamp"))
+                   id=data.get("id"), timestamp=data.get("timestamp"), extra=data.get("extra"))
 
 
 def episode_from_dict(data: Mapping[str, Any]) -> Episode:

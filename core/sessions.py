@@ -3,10 +3,27 @@
 An agent framework hands memory one turn at a time; the spec's handler wants a whole
 conversation. :class:`SessionBuffer` keeps the turns of each ``(user, session)`` in
 SQLite the moment they are said (nothing is lost if the process stops) and turns the
-ones not yet learned from into an episode on :meth:`SessionBuffer.end_session`.
-:class:`EndPolicy` says when the adapters do that: on an explicit end, on ``clear()``,
-or every N turns. :func:`facts_for` and :func:`context_for` are what an adapter puts
-in front of a model: the GetContext facts, or the context block, for the user's text.
+ones not yet learned from into an episode on :meth:`SessionBuffer.end_session`. Rows
+with the ``tool`` role (tool calls and their results, kept so that a history replays
+as it happened) stay in the buffer but are never learned from: only what the user
+and the assistant said goes to extraction.
+
+:class:`EndPolicy` says when the adapters end a conversation. By default a session
+**learns as it goes**:
+
+- every :data:`DEFAULT_EVERY_N_TURNS` (10) user turns, once the last one is answered;
+- when a turn comes after an idle gap of :data:`DEFAULT_IDLE_AFTER` (30 minutes): the
+  turns before the gap were a conversation of their own;
+- on ``clear()``/``reset()``, before the turns are forgotten;
+- and on an explicit ``end_session()``, always.
+
+``EndPolicy.of("explicit")`` ends only on the explicit call, ``"clear"`` also on
+``clear()``, and a number N every N user turns (with the idle gap and ``clear()``).
+
+:func:`facts_for` and :func:`context_for` are what an adapter puts in front of a model:
+the GetContext facts, or the context block, for the user's text. :func:`check_memory`
+is how an adapter accepts a memory: a :class:`zep_core.Memory`, or anything with its
+methods (``zep_core.server.RemoteMemory``).
 
 Both the LangChain and the LlamaIndex adapters use this module; neither keeps its
 own copy of these rules.
@@ -18,7 +35,7 @@ import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Union
 
 from .config import MemoryConfig
@@ -31,7 +48,15 @@ from .stores.records import RecordStore
 if TYPE_CHECKING:
     from .memory import Memory
 
-__all__ = ["EndPolicy", "EndPolicyLike", "SessionBuffer", "context_for", "facts_for"]
+__all__ = ["DEFAULT_EVERY_N_TURNS", "DEFAULT_IDLE_AFTER", "MEMORY_METHODS", "EndPolicy", "EndPolicyLike",
+           "SessionBuffer", "check_memory", "context_for", "facts_for"]
+
+#: The default end policy ends a conversation every this many user turns.
+DEFAULT_EVERY_N_TURNS = 10
+#: ... and when a turn comes after this long without one.
+DEFAULT_IDLE_AFTER = timedelta(minutes=30)
+#: Roles a session keeps but never learns from: tool calls and their results.
+UNLEARNED_ROLES = frozenset({"tool"})
 
 
 class SessionBuffer:
@@ -61,21 +86,22 @@ class SessionBuffer:
         """``conversation_end`` over the turns not yet learned from; None if there are none.
 
         The episode id is derived from the session and the turns it covers, so ending
-        twice (a retry after a crash) stores the episode once.
+        twice (a retry after a crash) stores the episode once. ``tool`` rows are left
+        out of the episode; when there is nothing else, nothing ends (None).
         """
         turns = self.records.session_messages(user_id, session_id, unended=True)
-        if not turns:
+        said = [m for _, m in turns if m.role not in UNLEARNED_ROLES]
+        if not said:
             return None
         first, last = turns[0][0], turns[-1][0]
         key = f"{user_id}\x1f{session_id}\x1f{first}\x1f{last}".encode()
         episode_id = "s-" + hashlib.sha256(key).hexdigest()[:30]
-        result = self.ingest.conversation_end(session_id, [m for _, m in turns], user_id=user_id,
-                                              episode_id=episode_id)
+        result = self.ingest.conversation_end(session_id, said, user_id=user_id, episode_id=episode_id)
         self.records.mark_session_ended(user_id, session_id, last, episode_id)
         return result
 
 
-#: What adapters accept for ``end_policy``: an :class:`EndPolicy`, ``"clear"``, ``"explicit"`` or N.
+#: What adapters accept for ``end_policy``: an EndPolicy, ``"auto"``, ``"clear"``, ``"explicit"`` or N.
 EndPolicyLike = Union["EndPolicy", str, int]
 
 
@@ -85,7 +111,7 @@ class EndPolicy:
 
     An explicit end (``end_conversation()``/``end_session()``) always ends the
     conversation. Every turn is stored at once either way, so nothing said is lost
-    before the end.
+    before the end. The default learns as the session goes (see the module docstring).
 
     Args:
         on_clear: ``clear()``/``reset()`` ends the conversation before forgetting its
@@ -93,26 +119,39 @@ class EndPolicy:
         every_n_turns: also end it once N turns are waiting. A turn is a user message
             and the reply to it: the conversation ends when the Nth user message not
             yet learned from has been answered. ``None`` for never.
+        idle_after: also end it when a new turn comes this long after the last one
+            waiting (the turns before the gap become the episode, the new turn starts
+            the next). ``None`` for never.
 
     Example:
         >>> EndPolicy.of(3)
-        EndPolicy(on_clear=True, every_n_turns=3)
+        EndPolicy(on_clear=True, every_n_turns=3, idle_after=datetime.timedelta(seconds=1800))
         >>> EndPolicy.of("explicit")
-        EndPolicy(on_clear=False, every_n_turns=None)
+        EndPolicy(on_clear=False, every_n_turns=None, idle_after=None)
 
     """
 
     on_clear: bool = True
-    every_n_turns: int | None = None
+    every_n_turns: int | None = DEFAULT_EVERY_N_TURNS
+    idle_after: timedelta | None = DEFAULT_IDLE_AFTER
 
     def __post_init__(self) -> None:
         n = self.every_n_turns
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
             raise ValidationError(f"every_n_turns must be a whole number >= 1 or None, got {n!r}")
+        idle = self.idle_after
+        if idle is not None and (not isinstance(idle, timedelta) or idle <= timedelta(0)):
+            raise ValidationError(f"idle_after must be a positive timedelta or None, got {idle!r}")
+        if not isinstance(self.on_clear, bool):
+            raise ValidationError(f"on_clear must be True or False, got {self.on_clear!r}")
 
     @classmethod
     def of(cls, value: Any) -> EndPolicy:
-        """Read ``"clear"`` (the default), ``"explicit"``, a number of turns, or an EndPolicy.
+        """Read ``"auto"`` (the default), ``"clear"``, ``"explicit"``, a number of turns, or an EndPolicy.
+
+        ``"auto"`` is ``EndPolicy()``: every 10 user turns, after a 30-minute gap and on
+        ``clear()``. ``"clear"`` ends on ``clear()`` only, ``"explicit"`` never by itself,
+        and a number N every N user turns (with the idle gap and ``clear()``).
 
         Raises:
             zep_core.ValidationError: anything else.
@@ -120,14 +159,38 @@ class EndPolicy:
         """
         if isinstance(value, EndPolicy):
             return value
-        if value == "clear":
+        if value == "auto":
             return cls()
+        if value == "clear":
+            return cls(every_n_turns=None, idle_after=None)
         if value == "explicit":
-            return cls(on_clear=False)
+            return cls(on_clear=False, every_n_turns=None, idle_after=None)
         if isinstance(value, int) and not isinstance(value, bool):
             return cls(every_n_turns=value)
-        raise ValidationError(f"end_policy must be 'clear', 'explicit', a number of turns or an EndPolicy, "
+        raise ValidationError(f"end_policy must be 'auto', 'clear', 'explicit', a number of turns or an EndPolicy, "
                               f"got {value!r}")
+
+    def add_turns(self, memory: Memory, session_id: str, user_id: str,
+                  messages: Sequence[Any]) -> list[IngestResult]:
+        """Store turns the way an adapter should: end after an idle gap, store, end after N turns.
+
+        Returns:
+            The results of the conversations this ended (none, one or two).
+
+        """
+        ended = [self.before_turn(memory, session_id, user_id)]
+        memory.add_messages(session_id, messages, user_id=user_id)
+        ended.append(self.after_turn(memory, session_id, user_id))
+        return [r for r in ended if r is not None]
+
+    def before_turn(self, memory: Memory, session_id: str, user_id: str) -> IngestResult | None:
+        """End the waiting turns if the last of them is ``idle_after`` old; call it before storing a new turn."""
+        if self.idle_after is None or not memory.unended_count(session_id, user_id=user_id):
+            return None
+        last = memory.get_messages(session_id, user_id=user_id, limit=1)[-1]
+        if last.timestamp is None or memory.now() - last.timestamp < self.idle_after:
+            return None
+        return memory.end_session(session_id, user_id=user_id)
 
     def after_turn(self, memory: Memory, session_id: str, user_id: str) -> IngestResult | None:
         """End the conversation if N answered turns are waiting; the result, or None if it did not end."""
@@ -137,13 +200,39 @@ class EndPolicy:
         if waiting < self.every_n_turns:
             return None
         tail = memory.get_messages(session_id, user_id=user_id, limit=waiting)
-        if tail[-1].role == "user" or sum(m.role == "user" for m in tail) < self.every_n_turns:
-            return None  # the last question is not answered yet, or too few turns
+        if tail[-1].role in ("user", *UNLEARNED_ROLES) or sum(m.role == "user" for m in tail) < self.every_n_turns:
+            return None  # the last question is not answered yet (or a tool is still at work), or too few turns
         return memory.end_session(session_id, user_id=user_id)
 
     def before_clear(self, memory: Memory, session_id: str, user_id: str) -> IngestResult | None:
         """End the conversation if ``clear()`` should; the result, or None."""
         return memory.end_session(session_id, user_id=user_id) if self.on_clear else None
+
+
+#: What the adapters call on a memory; :class:`zep_core.Memory` and ``RemoteMemory`` have them all.
+MEMORY_METHODS = ("add_messages", "get_messages", "unended_count", "clear_messages", "end_session", "get_context",
+                  "context_block", "has_user", "entity_history", "related_entities", "now")
+
+
+def check_memory(value: Any, what: str = "memory") -> Any:
+    """Return ``value`` if it can serve as an adapter's memory, else raise a clear error.
+
+    A :class:`zep_core.Memory` qualifies, and so does any object with its methods
+    (:data:`MEMORY_METHODS`) and a ``config`` — ``zep_core.server.RemoteMemory`` —
+    which is checked without importing it (or calling it: ``config`` is not read).
+
+    Raises:
+        zep_core.ValidationError: naming what is missing.
+
+    """
+    missing = [name for name in MEMORY_METHODS if not callable(getattr(type(value), name, None))]
+    if not (hasattr(type(value), "config") or "config" in getattr(value, "__dict__", {})):
+        missing.append("config")
+    if missing:
+        has = f"; it has no {', '.join(missing)}" if len(missing) < len(MEMORY_METHODS) else ""
+        raise ValidationError(f"{what} must be an open zep_core.Memory (or a zep_core.server.RemoteMemory), "
+                              f"got {type(value).__name__}{has}: open one with Memory.open(data_dir)")
+    return value
 
 
 _THE_USER = re.compile(r"\b(?:the )?user\b", re.IGNORECASE)

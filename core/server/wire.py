@@ -57,6 +57,7 @@ class MessageIn(_Request):
     name: str | None = None
     id: str | None = None
     timestamp: str | None = None
+    extra: dict[str, Any] | None = None  # the session buffer's tool calls, blocks, kwargs (never extracted)
 
 
 class ConversationEndRequest(_Request):
@@ -274,6 +275,7 @@ class MessageOut(BaseModel):
     name: str | None
     content: str
     timestamp: str | None
+    extra: dict[str, Any] | None = None
 
 
 class EpisodeOut(BaseModel):

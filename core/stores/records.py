@@ -67,6 +67,8 @@ class RecordStore:
         if version is not None and int(version) < 2:  # 1 -> 2: the lexical index over existing facts
             with self.transaction():
                 self.rebuild_lexical()
+        if "extra" not in {c.name for c in self.db["session_messages"].columns}:  # 2 -> 3: adapters' turn data
+            conn.execute("ALTER TABLE session_messages ADD COLUMN extra TEXT")
         if version != str(SCHEMA_VERSION):
             self.set_meta("schema_version", str(SCHEMA_VERSION))
 
@@ -693,14 +695,15 @@ class RecordStore:
         """Append chat turns to a session's history at once."""
         with self.transaction():
             self._many(
-                "INSERT INTO session_messages(user_id, session_id, role, name, content, message_id, timestamp) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(user_id, session_id, m.role, m.name, m.content, m.id, iso(m.timestamp)) for m in messages])
+                "INSERT INTO session_messages(user_id, session_id, role, name, content, message_id, timestamp, "
+                "extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(user_id, session_id, m.role, m.name, m.content, m.id, iso(m.timestamp), _extra_text(m))
+                 for m in messages])
 
     def session_messages(self, user_id: str, session_id: str, *, unended: bool = False,
                          limit: int | None = None) -> list[tuple[int, Message]]:
         """A session's turns ``(seq, message)`` in order; the last ``limit`` if given."""
-        sql = ("SELECT seq, role, name, content, message_id, timestamp FROM session_messages "
+        sql = ("SELECT seq, role, name, content, message_id, timestamp, extra FROM session_messages "
                "WHERE user_id = ? AND session_id = ?")
         if unended:
             sql += " AND episode_id IS NULL"
@@ -709,7 +712,7 @@ class RecordStore:
             sql = f"SELECT * FROM ({sql} ORDER BY seq DESC LIMIT ?)"
             params.append(limit)
         rows = self._rows(sql + " ORDER BY seq", params)
-        return [(r[0], Message(content=r[3], role=r[1], name=r[2], id=r[4], timestamp=parse_time(r[5]))) for r in rows]
+        return [(r[0], _session_message(r[1:])) for r in rows]
 
     def mark_session_ended(self, user_id: str, session_id: str, up_to_seq: int, episode_id: str) -> None:
         """Record that turns up to ``up_to_seq`` went into ``episode_id``."""
@@ -722,17 +725,17 @@ class RecordStore:
 
     def session_rows(self, user_id: str) -> list[tuple[str, Message, str | None]]:
         """Every chat turn of a user ``(session_id, message, episode_id)`` in order (for export)."""
-        rows = self._rows("SELECT session_id, role, name, content, message_id, timestamp, episode_id "
+        rows = self._rows("SELECT session_id, role, name, content, message_id, timestamp, extra, episode_id "
                           "FROM session_messages WHERE user_id = ? ORDER BY seq", [user_id])
-        return [(r[0], Message(content=r[3], role=r[1], name=r[2], id=r[4], timestamp=parse_time(r[5])), r[6])
-                for r in rows]
+        return [(r[0], _session_message(r[1:7]), r[7]) for r in rows]
 
     def insert_session_rows(self, user_id: str, rows: Iterable[tuple[str, Message, str | None]]) -> None:
         """Append chat turns with their episode marks, as :meth:`session_rows` gives them (for import)."""
         self._many(
             "INSERT INTO session_messages(user_id, session_id, role, name, content, message_id, timestamp, "
-            "episode_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(user_id, sid, m.role, m.name, m.content, m.id, iso(m.timestamp), ep) for sid, m, ep in rows])
+            "extra, episode_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(user_id, sid, m.role, m.name, m.content, m.id, iso(m.timestamp), _extra_text(m), ep)
+             for sid, m, ep in rows])
 
     # -- stats ------------------------------------------------------------------
 
@@ -741,3 +744,14 @@ class RecordStore:
         return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0]
                 for t in ("episodes", "messages", "facts", "entities", "outbox", "session_messages")}
 
+
+def _extra_text(message: Message) -> str | None:
+    """A chat turn's ``extra`` as stored: JSON text, or NULL."""
+    return None if message.extra is None else json.dumps(message.extra, ensure_ascii=False)
+
+
+def _session_message(row: Sequence[Any]) -> Message:
+    """``(role, name, content, message_id, timestamp, extra)`` of a session row as a Message."""
+    role, name, content, message_id, timestamp, extra = row
+    return Message(content=content, role=role, name=name, id=message_id, timestamp=parse_time(timestamp),
+                   extra=None if extra is None else json.loads(extra))

@@ -73,7 +73,7 @@ CREATE INDEX IF NOT EXISTS outbox_quarantine_user ON outbox_quarantine(user_id);
 CREATE TABLE IF NOT EXISTS session_messages (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL,
     session_id TEXT NOT NULL, role TEXT NOT NULL, name TEXT, content TEXT NOT NULL,
-    message_id TEXT, timestamp TEXT, episode_id TEXT);
+    message_id TEXT, timestamp TEXT, episode_id TEXT, extra TEXT);
 CREATE INDEX IF NOT EXISTS session_messages_session
     ON session_messages(user_id, session_id, seq);
 """

@@ -175,7 +175,8 @@ def test_bulk_ingest_leaves_what_one_call_per_episode_leaves(pair):
     assert paris[7] == "Alice lives in Berlin."  # superseded by, across the batch
     assert sum(f[0] == "Alice likes jazz." for f in alice["facts"]) == 1  # the repeats reinforced it
     assert right["episodes"]["ep-09-boom"][1] == "pending"
-    assert alice["context"]["Where does Alice live?"][0][0] == "Alice lives in Munich."
+    top = alice["context"]["Where does Alice live?"][0][0]  # the fact or Alice's own newer words, by the embedder
+    assert top in {"Alice lives in Munich.", "Alice: I live in Munich."}
 
 
 def test_results_come_back_in_input_order_and_say_what_one_by_one_says(pair):

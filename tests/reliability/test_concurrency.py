@@ -228,15 +228,17 @@ def test_a_second_process_gets_an_immediate_error_naming_folder_and_holder(hash_
     _record_lock("live_holder", waited, message.replace(str(hash_config.data_path), "<data>"))
 
 
-def test_a_second_memory_in_the_same_process_is_refused_too(hash_config):
+def test_a_second_memory_in_the_same_process_shares_the_first_ones_stores(hash_config):
     first = Memory(hash_config)
     try:
-        with pytest.raises(StoreLockedError, match=f"process {os.getpid()}"):
-            Memory(hash_config)
-        first.conversation_end("s", [Message("I live in Rome.", name="Ann")], user_id="ann")  # still usable
+        second = Memory(hash_config)  # same folder, same settings: the same stores, not a lock error
+        second.conversation_end("s", [Message("I live in Rome.", name="Ann")], user_id="ann")
+        assert "Rome" in first.context_block("Where does Ann live?", user_id="ann")  # one memory, two handles
+        second.close()
+        first.conversation_end("s2", [Message("I like jazz.", name="Ann")], user_id="ann")  # still usable
     finally:
         first.close()
-    with Memory(hash_config) as again:  # and free once closed
+    with Memory(hash_config) as again:  # and free once the last handle closed
         assert again.check_consistency() == {}
 
 
