@@ -1,4 +1,4 @@
-"""LangChain adapters for zep-memory: chat memory, chat history, retriever, tools, agent middleware.
+"""LangChain adapters for zep-memory: chat memory, chat history, retriever, tools, agent middleware, store.
 
 Thin on purpose: each class converts LangChain objects, calls the
 :class:`zep_core.Memory` façade and converts back. The core stays synchronous;
@@ -15,9 +15,11 @@ Example:
 from zep_core.sessions import EndPolicy
 
 from .chat_memory import ZepChatMemory
+from .context import ZepContext
 from .history import ZepChatMessageHistory
 from .middleware import ZepMemoryMiddleware
 from .retriever import ZepRetriever
+from .store import ZepStore
 from .tools import (
     ZepEntityHistoryTool,
     ZepRelatedEntitiesTool,
@@ -29,10 +31,12 @@ __all__ = [
     "EndPolicy",
     "ZepChatMemory",
     "ZepChatMessageHistory",
+    "ZepContext",
     "ZepEntityHistoryTool",
     "ZepMemoryMiddleware",
     "ZepRelatedEntitiesTool",
     "ZepRetriever",
     "ZepSearchMemoryTool",
+    "ZepStore",
     "create_memory_tools",
 ]

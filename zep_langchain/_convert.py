@@ -7,30 +7,56 @@ from datetime import datetime
 from typing import Any
 
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, HumanMessage, SystemMessage
-from zep_core import Fact, Memory, Message
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from zep_core import Fact, Message, ValidationError
 from zep_core.serialize import fact_metadata
 
-__all__ = ["fact_to_document", "new_only", "now_of", "to_core_messages", "to_langchain_messages"]
+__all__ = ["fact_to_document", "new_only", "now_of", "role_of", "to_core_messages", "to_langchain_messages"]
 
-_ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system"}
-_SKIPPED_TYPES = frozenset({"tool", "function"})
-
-
-def now_of(memory: Memory) -> datetime:
+def now_of(memory: Any) -> datetime:
     """Now, by the memory's own clock, so stored turns and facts share one timeline."""
     return memory.now()
 
 
-def _role(message: BaseMessage) -> str | None:
-    kind = message.type
-    if kind.endswith("MessageChunk"):  # a streamed part: "AIMessageChunk" is an "ai" message
-        kind = kind.removesuffix("MessageChunk").lower()
-    if kind in _SKIPPED_TYPES:
-        return None
-    if kind == "chat":
-        return getattr(message, "role", "user")
-    return _ROLE_OF_TYPE.get(kind, "user")
+#: Message classes and the core role each maps to, most specific first. Chunks are
+#: subclasses (``AIMessageChunk`` is an ``AIMessage``), so a streamed reply keeps its role.
+_ROLE_OF_CLASS: tuple[tuple[type[BaseMessage], str], ...] = (
+    (HumanMessage, "user"),
+    (AIMessage, "assistant"),
+    (SystemMessage, "system"),
+    (ToolMessage, "tool"),
+    (FunctionMessage, "tool"),
+)
+
+
+def role_of(message: BaseMessage) -> str:
+    """The core role of a LangChain message, by its class (chunks included).
+
+    ``HumanMessage`` → ``user``, ``AIMessage`` → ``assistant``, ``SystemMessage`` →
+    ``system``, ``ToolMessage``/``FunctionMessage`` → ``tool``, ``ChatMessage`` → its
+    own ``role`` (``human``/``ai`` accepted).
+
+    Raises:
+        zep_core.ValidationError: not a message, or a message class or role the core does not know.
+
+    """
+    for kind, role in _ROLE_OF_CLASS:
+        if isinstance(message, kind):
+            return role
+    if isinstance(message, ChatMessage):
+        return Message("-", role=message.role).role  # the core's own aliases and its clear error
+    if isinstance(message, BaseMessage):
+        raise ValidationError(f"cannot store a {type(message).__name__}: only human, AI, system, tool and chat "
+                              "messages have a role in the memory")
+    raise ValidationError(f"expected LangChain messages, got {type(message).__name__}")
 
 
 def to_core_messages(messages: Iterable[BaseMessage], *, user_name: str | None = None,
@@ -38,18 +64,19 @@ def to_core_messages(messages: Iterable[BaseMessage], *, user_name: str | None =
     """Convert LangChain messages into core :class:`~zep_core.Message` records.
 
     Human messages get ``user_name`` as their speaker unless they carry a ``name``;
-    AI messages become ``assistant``. Tool results and AI messages without text (pure
-    tool calls) are left out: the core keeps the text of a conversation.
+    AI messages (streamed chunks too) become ``assistant``. Tool results and AI
+    messages without text (pure tool calls) are left out: the core keeps the text
+    of a conversation.
 
     Raises:
-        zep_core.ValidationError: a message with a role the core does not know.
+        zep_core.ValidationError: a message with a class or role the core does not know.
 
     """
     out: list[Message] = []
     for m in messages:
-        role = _role(m)
+        role = role_of(m)
         text = m.text
-        if role is None or not text.strip():
+        if role == "tool" or not text.strip():
             continue
         name = m.name or (user_name if role == "user" else None)
         out.append(Message(text, role=role, name=name, id=m.id, timestamp=timestamp))

@@ -10,6 +10,7 @@ from langchain_core.messages import BaseMessage
 from zep_core import IngestResult, Memory, ValidationError
 
 from ._convert import new_only, now_of, to_core_messages, to_langchain_messages
+from ._memory import check_memory
 
 __all__ = ["ZepChatMessageHistory"]
 
@@ -20,16 +21,18 @@ class ZepChatMessageHistory(BaseChatMessageHistory):
     Messages survive a restart: open a :class:`zep_core.Memory` on the same folder and
     the session's messages are there. Human messages are stored with ``user_name`` as
     their speaker (so "I live in Paris" becomes a fact about that name); AI messages
-    as ``assistant``. Only text is kept: tool results and AI messages without text
-    (pure tool calls) are not stored. Adding a message whose id is already stored in
+    (streamed ``AIMessageChunk`` replies too) as ``assistant``: roles follow the
+    message class, so the assistant's words never become facts about the user.
+    Only text is kept: tool results and AI messages without text (pure tool calls)
+    are not stored. Adding a message whose id is already stored in
     the session does nothing, so retries never duplicate a turn.
 
     The turns become an episode (facts extracted) only at :meth:`end_conversation`.
 
     Args:
-        memory: the :class:`zep_core.Memory` to store in.
+        memory: the :class:`zep_core.Memory` (or a ``RemoteMemory``) to store in.
         session_id: the conversation.
-        user_id: the tenant.
+        user_id: the tenant (required: there is no shared default user).
         user_name: the speaker's name for human messages without a ``name``.
 
     Example:
@@ -41,12 +44,11 @@ class ZepChatMessageHistory(BaseChatMessageHistory):
 
     """
 
-    def __init__(self, memory: Memory, session_id: str, *, user_id: str = "default",
-                 user_name: str | None = None) -> None:
+    def __init__(self, memory: Memory, session_id: str, *, user_id: str, user_name: str | None = None) -> None:
         for what, value in (("session_id", session_id), ("user_id", user_id)):
             if not isinstance(value, str) or not value.strip():
                 raise ValidationError(f"{what} must be a non-empty string, got {value!r}")
-        self.memory = memory
+        self.memory = check_memory(memory)
         self.session_id = session_id
         self.user_id = user_id
         self.user_name = user_name

@@ -9,9 +9,11 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from zep_core import IngestResult, Memory
+from zep_core import IngestResult
 from zep_core.sessions import EndPolicy, EndPolicyLike, context_for
 
+from ._memory import check_memory
+from .context import Scope, ScopeRule
 from .history import ZepChatMessageHistory
 
 __all__ = ["DEFAULT_CONTEXT_HEADER", "ZepMemoryMiddleware"]
@@ -42,7 +44,7 @@ def with_context(system: SystemMessage | None, text: str) -> SystemMessage:
 
 
 class ZepMemoryMiddleware(AgentMiddleware):
-    """Gives an agent the user's memory and saves what it learns.
+    """Gives an agent the user's memory and saves what it learns, per thread and per user.
 
     Before each model call it puts the memory's context block for the latest user
     message into the system message (current facts with their dates; superseded
@@ -50,48 +52,77 @@ class ZepMemoryMiddleware(AgentMiddleware):
     message and the final answer — at once, and runs ``conversation_end`` as
     ``end_policy`` says. Sync and async agents (``invoke``/``ainvoke``) both work.
 
+    One middleware serves every conversation of a compiled agent: the **session**
+    is the run's LangGraph thread (``config={"configurable": {"thread_id": ...}}``)
+    and the **user** comes from the run context (``create_agent(...,
+    context_schema=ZepContext)``, ``invoke(..., context=ZepContext(user_id=...))``;
+    see :mod:`zep_langchain.context`). ``session_id=`` and ``user_id=`` fix them
+    instead. A run with no user, or for another user than the fixed one, is refused
+    with a :class:`zep_core.ValidationError` before the model is called.
+
     Args:
-        memory: the :class:`zep_core.Memory`.
-        session_id: the conversation.
-        user_id: the tenant.
-        user_name: the user's name: "I" in their messages resolves to it.
-        end_policy: ``"clear"`` (default: on :meth:`clear` and explicit end),
-            ``"explicit"``, a number of turns, or an :class:`EndPolicy`.
+        memory: the :class:`zep_core.Memory` (or a ``RemoteMemory``).
+        session_id: a fixed conversation, or None for the run's thread id.
+        user_id: a fixed tenant, or None for the run context's ``user_id``.
+        user_name: a fixed user name (else the run context's ``user_name``): "I" in
+            their messages resolves to it.
+        end_policy: when the session's turns are learned from: the default
+            :class:`EndPolicy` (every 10 user turns, after a 30-minute gap, on
+            :meth:`clear` and on an explicit end), ``"clear"``, ``"explicit"``, a number
+            of turns, or an :class:`EndPolicy`.
         context_limit: how many facts the context holds (default: the memory's).
         context_header: the line above the context block.
 
     Attributes:
-        last_context: the context block given to the model at its latest call
-            (``""`` when memory had nothing relevant).
+        last_context: the context block given to the model at its latest call, in
+            any thread (``""`` when memory had nothing relevant).
 
     Example:
         >>> from langchain.agents import create_agent                          # doctest: +SKIP
-        >>> zep = ZepMemoryMiddleware(memory=memory, session_id="s1", user_id="alice",
-        ...                           user_name="Alice", end_policy=1)
-        >>> agent = create_agent(model, tools=create_memory_tools(memory, user_id="alice"),
-        ...                      middleware=[zep])
-        >>> agent.invoke({"messages": [{"role": "user", "content": "I moved to Berlin"}]})
+        >>> from langgraph.checkpoint.memory import InMemorySaver
+        >>> agent = create_agent(model, tools=create_memory_tools(memory),
+        ...                      middleware=[ZepMemoryMiddleware(memory=memory, end_policy=1)],
+        ...                      context_schema=ZepContext, checkpointer=InMemorySaver())
+        >>> agent.invoke({"messages": [{"role": "user", "content": "I moved to Berlin"}]},
+        ...              config={"configurable": {"thread_id": "t1"}},
+        ...              context=ZepContext(user_id="alice", user_name="Alice"))
 
     """
 
-    def __init__(self, *, memory: Memory, session_id: str, user_id: str = "default", user_name: str | None = None,
-                 end_policy: EndPolicyLike = "clear", context_limit: int | None = None,
-                 context_header: str = DEFAULT_CONTEXT_HEADER) -> None:
-        self.memory = memory
-        self.history = ZepChatMessageHistory(memory, session_id, user_id=user_id, user_name=user_name)
-        self.session_id = session_id
-        self.user_id = user_id
-        self.user_name = user_name
-        self.end_policy = EndPolicy.of(end_policy)
+    def __init__(self, *, memory: Any, session_id: str | None = None, user_id: str | None = None,
+                 user_name: str | None = None, end_policy: EndPolicyLike | None = None,
+                 context_limit: int | None = None, context_header: str = DEFAULT_CONTEXT_HEADER) -> None:
+        self.memory = check_memory(memory)
+        self.rule = ScopeRule("ZepMemoryMiddleware", user_id=user_id, user_name=user_name, session_id=session_id)
+        self.end_policy = EndPolicy() if end_policy is None else EndPolicy.of(end_policy)
         self.context_limit = context_limit
         self.context_header = context_header
         self.tools = []
         self.last_context = ""
 
-    def _request_with_context(self, request: ModelRequest) -> ModelRequest:
+    @property
+    def session_id(self) -> str | None:
+        """The fixed session, or None when each run's thread is its session."""
+        return self.rule.session_id
+
+    @property
+    def user_id(self) -> str | None:
+        """The fixed user, or None when each run's context names its user."""
+        return self.rule.user_id
+
+    @property
+    def user_name(self) -> str | None:
+        """The fixed user name, or None."""
+        return self.rule.user_name
+
+    def history(self, scope: Scope) -> ZepChatMessageHistory:
+        """The chat history of one session of one user."""
+        return ZepChatMessageHistory(self.memory, scope.session_id, user_id=scope.user_id, user_name=scope.user_name)
+
+    def _request_with_context(self, request: ModelRequest, scope: Scope) -> ModelRequest:
         turn = last_turn(request.messages)
         text = turn[0].text if turn else ""
-        block = context_for(self.memory, text, user_id=self.user_id, user_name=self.user_name,
+        block = context_for(self.memory, text, user_id=scope.user_id, user_name=scope.user_name,
                             limit=self.context_limit)
         self.last_context = block
         if not block:
@@ -100,43 +131,59 @@ class ZepMemoryMiddleware(AgentMiddleware):
                                                             f"{self.context_header}\n{block}"))
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
-        """Put the memory context into the system message, then call the model."""
-        return handler(self._request_with_context(request))
+        """Put the memory context of the run's user into the system message, then call the model."""
+        return handler(self._request_with_context(request, self.rule.scope(request.runtime)))
 
     async def awrap_model_call(self, request: ModelRequest,
                                handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelResponse:
         """Async :meth:`wrap_model_call`."""
-        return await handler(await asyncio.to_thread(self._request_with_context, request))
+        scope = self.rule.scope(request.runtime)
+        return await handler(await asyncio.to_thread(self._request_with_context, request, scope))
 
-    def _save(self, messages: Sequence[AnyMessage]) -> None:
+    def _save(self, messages: Sequence[AnyMessage], scope: Scope) -> None:
         turn = last_turn(messages)
         if turn:
-            self.history.add_messages(turn)
-            self.end_policy.after_turn(self.memory, self.session_id, self.user_id)
+            self.end_policy.before_turn(self.memory, scope.session_id, scope.user_id)
+            self.history(scope).add_messages(turn)
+            self.end_policy.after_turn(self.memory, scope.session_id, scope.user_id)
 
     def after_agent(self, state: dict[str, Any], runtime: Runtime) -> dict[str, Any] | None:
-        """Store the turn; end the conversation if the policy says so."""
-        self._save(state["messages"])
+        """Store the turn in the run's session; end the conversation if the policy says so."""
+        self._save(state["messages"], self.rule.scope(runtime))
         return None
 
     async def aafter_agent(self, state: dict[str, Any], runtime: Runtime) -> dict[str, Any] | None:
         """Async :meth:`after_agent`."""
-        await asyncio.to_thread(self._save, state["messages"])
+        await asyncio.to_thread(self._save, state["messages"], self.rule.scope(runtime))
         return None
 
-    def end_conversation(self) -> IngestResult | None:
-        """Run ``conversation_end`` on the turns not yet ingested; None if there were none."""
-        return self.history.end_conversation()
+    def end_conversation(self, *, session_id: str | None = None, user_id: str | None = None) -> IngestResult | None:
+        """Run ``conversation_end`` on the turns of a session not yet ingested; None if there were none.
 
-    async def aend_conversation(self) -> IngestResult | None:
+        Args:
+            session_id: the session (the thread id); needed unless the middleware has a fixed one.
+            user_id: the user; needed unless the middleware has a fixed one.
+
+        """
+        return self.history(self.rule.fixed(session_id=session_id, user_id=user_id)).end_conversation()
+
+    async def aend_conversation(self, *, session_id: str | None = None,
+                                user_id: str | None = None) -> IngestResult | None:
         """Async :meth:`end_conversation`."""
-        return await asyncio.to_thread(self.end_conversation)
+        return await asyncio.to_thread(self.end_conversation, session_id=session_id, user_id=user_id)
 
-    def clear(self) -> None:
-        """End the conversation (unless the policy is ``explicit``) and forget its turns."""
-        self.end_policy.before_clear(self.memory, self.session_id, self.user_id)
-        self.history.clear()
+    def clear(self, *, session_id: str | None = None, user_id: str | None = None) -> None:
+        """End a session's conversation (unless the policy is ``explicit``) and forget its turns.
 
-    async def aclear(self) -> None:
+        Args:
+            session_id: the session (the thread id); needed unless the middleware has a fixed one.
+            user_id: the user; needed unless the middleware has a fixed one.
+
+        """
+        scope = self.rule.fixed(session_id=session_id, user_id=user_id)
+        self.end_policy.before_clear(self.memory, scope.session_id, scope.user_id)
+        self.history(scope).clear()
+
+    async def aclear(self, *, session_id: str | None = None, user_id: str | None = None) -> None:
         """Async :meth:`clear`."""
-        await asyncio.to_thread(self.clear)
+        await asyncio.to_thread(self.clear, session_id=session_id, user_id=user_id)

@@ -3,6 +3,13 @@
 Each tool answers with text for the model. An unknown entity, a user with no
 memory yet, or bad arguments come back as a helpful sentence, never an exception,
 so the agent can try something else.
+
+Whose memory a tool reads: the ``user_id`` it was built with, or else the user of
+the run that calls it, from the ``ToolRuntime`` LangGraph's tool node injects
+(``runtime.context.user_id``; see :mod:`zep_langchain.context`). The model never
+sees or sets that argument. A call with no user at all raises
+:class:`zep_core.ValidationError`: that is a wiring mistake, not something the
+model can fix.
 """
 
 from __future__ import annotations
@@ -10,15 +17,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import datetime
+from typing import Annotated, Any
 
-from langchain_core.tools import ArgsSchema, BaseTool
-from pydantic import BaseModel, Field
-from zep_core import Fact, Memory, NotFoundError, ValidationError
+from langchain_core.tools import ArgsSchema, BaseTool, InjectedToolArg
+from pydantic import BaseModel, Field, PlainSerializer, SkipValidation
+from zep_core import Fact, NotFoundError, ValidationError
 from zep_core.resolve import speaker_of
 from zep_core.sessions import facts_for
 
+from ._memory import MemoryLike
+from .context import Scope, ScopeRule
+
 __all__ = [
     "EntityInput",
+    "InjectedRuntime",
     "SearchMemoryInput",
     "ZepEntityHistoryTool",
     "ZepRelatedEntitiesTool",
@@ -29,17 +41,25 @@ __all__ = [
 _SELF_WORDS = frozenset({"i", "me", "myself", "user", "the user"})
 
 
+#: The ``runtime`` argument of the tools: LangGraph's tool node fills it with the
+#: run's ``ToolRuntime`` (by its name, ``runtime``); it is hidden from the model, and a
+#: value the model sends for it is dropped.
+InjectedRuntime = Annotated[Any, SkipValidation, InjectedToolArg, PlainSerializer(lambda _: None)]
+
+
 class SearchMemoryInput(BaseModel):
     """Arguments of ``search_memory``."""
 
     query: str = Field(description="What to look for, e.g. 'Where does the user live?'")
     k: int = Field(default=5, ge=1, le=50, description="How many facts at most")
+    runtime: InjectedRuntime = None
 
 
 class EntityInput(BaseModel):
     """Arguments of ``entity_history`` and ``related_entities``."""
 
     entity: str = Field(description="The name of a person, place or thing, e.g. 'Alice'; 'me' means the user")
+    runtime: InjectedRuntime = None
 
 
 def _date(value: datetime | None) -> str:
@@ -56,28 +76,33 @@ def _history_line(fact: Fact) -> str:
 
 
 class _MemoryTool(BaseTool):
-    """Common fields: the memory, the tenant and the user's name."""
+    """Common fields: the memory, the tenant and the user's name (fixed, or from the run)."""
 
-    memory: Memory = Field(exclude=True)
-    user_id: str = Field(default="default", min_length=1)
+    memory: MemoryLike = Field(exclude=True)
+    user_id: str | None = Field(default=None, min_length=1)
     user_name: str | None = None
 
-    def _entity(self, name: str) -> str:
+    def _scope(self, runtime: Any) -> Scope:
+        """The user this call is for: the fixed one, or the run's (``ToolRuntime.context``)."""
+        rule = ScopeRule(f"the {self.name} tool", user_id=self.user_id, user_name=self.user_name)
+        return rule.scope(runtime, session=False)
+
+    def _entity(self, name: str, scope: Scope) -> str:
         if name.strip().casefold() in _SELF_WORDS:
-            return speaker_of(self.user_name, default=self.memory.config.default_speaker)
+            return speaker_of(scope.user_name, default=self.memory.config.default_speaker)
         return name
 
-    def _lookup(self, query: Callable[..., list], name: str, action: str) -> list | str:
+    def _lookup(self, query: Callable[..., list], name: str, action: str, scope: Scope) -> list | str:
         """Run an entity query for the user; a missing entity or bad input becomes a message."""
         try:
-            return query(name, user_id=self.user_id)
+            return query(name, user_id=scope.user_id)
         except NotFoundError:
             return f"No entity named {name!r} in memory. Check the spelling, or use search_memory to look by topic."
         except ValidationError as exc:
             return f"Could not {action}: {exc}"
 
-    def _no_memory(self) -> str | None:
-        if self.memory.has_user(self.user_id):
+    def _no_memory(self, scope: Scope) -> str | None:
+        if self.memory.has_user(scope.user_id):
             return None
         return "Nothing is stored in memory for this user yet."
 
@@ -99,11 +124,12 @@ class ZepSearchMemoryTool(_MemoryTool):
         "Returns the facts that are true now, most relevant first, with the date each became true.")
     args_schema: ArgsSchema | None = SearchMemoryInput
 
-    def _run(self, query: str, k: int = 5) -> str:
-        if (empty := self._no_memory()) is not None:
+    def _run(self, query: str, k: int = 5, runtime: Any = None) -> str:
+        scope = self._scope(runtime)
+        if (empty := self._no_memory(scope)) is not None:
             return empty
         try:
-            facts = facts_for(self.memory, query, user_id=self.user_id, user_name=self.user_name, limit=k)
+            facts = facts_for(self.memory, query, user_id=scope.user_id, user_name=scope.user_name, limit=k)
         except ValidationError as exc:
             return f"Could not search memory: {exc}"
         if not facts:
@@ -111,8 +137,8 @@ class ZepSearchMemoryTool(_MemoryTool):
         return "\n".join([f'Facts in memory for "{query}" (true now, most relevant first):',
                           *map(_current_line, facts)])
 
-    async def _arun(self, query: str, k: int = 5) -> str:
-        return await asyncio.to_thread(self._run, query, k)
+    async def _arun(self, query: str, k: int = 5, runtime: Any = None) -> str:
+        return await asyncio.to_thread(self._run, query, k, runtime)
 
 
 class ZepEntityHistoryTool(_MemoryTool):
@@ -134,11 +160,12 @@ class ZepEntityHistoryTool(_MemoryTool):
         "before?' or 'what changed?'.")
     args_schema: ArgsSchema | None = EntityInput
 
-    def _run(self, entity: str) -> str:
-        if (empty := self._no_memory()) is not None:
+    def _run(self, entity: str, runtime: Any = None) -> str:
+        scope = self._scope(runtime)
+        if (empty := self._no_memory(scope)) is not None:
             return empty
-        name = self._entity(entity)
-        facts = self._lookup(self.memory.entity_history, name, "read the history")
+        name = self._entity(entity, scope)
+        facts = self._lookup(self.memory.entity_history, name, "read the history", scope)
         if isinstance(facts, str):
             return facts
         if not facts:
@@ -146,8 +173,8 @@ class ZepEntityHistoryTool(_MemoryTool):
         return "\n".join([f"History of {name} (oldest first, including facts no longer true):",
                           *map(_history_line, facts)])
 
-    async def _arun(self, entity: str) -> str:
-        return await asyncio.to_thread(self._run, entity)
+    async def _arun(self, entity: str, runtime: Any = None) -> str:
+        return await asyncio.to_thread(self._run, entity, runtime)
 
 
 class ZepRelatedEntitiesTool(_MemoryTool):
@@ -165,11 +192,12 @@ class ZepRelatedEntitiesTool(_MemoryTool):
         "away). Use it to explore what memory knows around a name.")
     args_schema: ArgsSchema | None = EntityInput
 
-    def _run(self, entity: str) -> str:
-        if (empty := self._no_memory()) is not None:
+    def _run(self, entity: str, runtime: Any = None) -> str:
+        scope = self._scope(runtime)
+        if (empty := self._no_memory(scope)) is not None:
             return empty
-        name = self._entity(entity)
-        related = self._lookup(self.memory.related_entities, name, "look up related entities")
+        name = self._entity(entity, scope)
+        related = self._lookup(self.memory.related_entities, name, "look up related entities", scope)
         if isinstance(related, str):
             return related
         if not related:
@@ -177,15 +205,25 @@ class ZepRelatedEntitiesTool(_MemoryTool):
         names = ", ".join(f"{e.name} ({e.entity_type})" for e in related)
         return f"Entities connected to {name} (within 2 hops): {names}"
 
-    async def _arun(self, entity: str) -> str:
-        return await asyncio.to_thread(self._run, entity)
+    async def _arun(self, entity: str, runtime: Any = None) -> str:
+        return await asyncio.to_thread(self._run, entity, runtime)
 
 
-def create_memory_tools(memory: Memory, *, user_id: str = "default", user_name: str | None = None) -> list[BaseTool]:
-    """The three memory tools for one user, ready for ``create_agent(model, tools=...)``.
+def create_memory_tools(memory: Any, *, user_id: str | None = None, user_name: str | None = None) -> list[BaseTool]:
+    """The three memory tools, ready for ``create_agent(model, tools=...)``.
+
+    Without ``user_id`` each call uses the user of the run that makes it (the
+    ``ToolRuntime``'s context: ``create_agent(..., context_schema=ZepContext)`` and
+    ``invoke(..., context=ZepContext(user_id=...))``), so one agent serves every user.
+    With ``user_id`` the tools are bound to that user (and refuse a run for another).
+
+    Args:
+        memory: the :class:`zep_core.Memory` (or a ``RemoteMemory``).
+        user_id: a fixed user, or None to take it from each run.
+        user_name: a fixed user name, or None to take it from each run's context.
 
     Example:
-        >>> tools = create_memory_tools(memory, user_id="alice", user_name="Alice")  # doctest: +SKIP
+        >>> tools = create_memory_tools(memory)                              # doctest: +SKIP
         >>> [t.name for t in tools]
         ['search_memory', 'entity_history', 'related_entities']
 

@@ -15,6 +15,8 @@ from zep_langchain.testing import ScriptedChatModel
 
 
 def chat_memory(memory, **options) -> ZepChatMemory:
+    """Alice's chat memory; the context as its own variable unless the test says otherwise."""
+    options.setdefault("context_key", "context")
     return ZepChatMemory(memory=memory, session_id="s1", user_id="alice", user_name="Alice", **options)
 
 
@@ -173,3 +175,39 @@ def test_several_inputs_need_an_input_key(memory):
     keyed = chat_memory(memory, end_policy=1, input_key="input")
     keyed.save_context({"input": "I live in Paris.", "lang": "en"}, {"output": "Noted."})
     assert "Paris" in keyed.load_memory_variables({"input": "Where do I live?", "lang": "en"})["context"]
+
+
+def test_the_default_conversation_chain_prompt_gets_the_facts_in_its_history(memory):
+    from langchain_classic.chains import ConversationChain
+
+    zep = ZepChatMemory(memory=memory, session_id="s1", user_id="alice", user_name="Alice", end_policy=1)
+    assert zep.memory_variables == ["history"]
+    model = ScriptedChatModel(replies=[AIMessage("Noted."), AIMessage("In Paris.")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LangChainDeprecationWarning)  # ConversationChain itself is deprecated
+        chain = ConversationChain(llm=model, memory=zep)  # its default prompt: {history} and {input}
+    assert sorted(chain.prompt.input_variables) == ["history", "input"]
+    chain.invoke({"input": "I live in Paris."})
+    assert chain.invoke({"input": "Where do I live?"})["response"] == "In Paris."
+    prompt = prompt_text(model.calls[1])
+    assert "System: FACTS (what is true now" in prompt and "Alice lives in Paris." in prompt
+    assert prompt.index("Alice lives in Paris.") < prompt.index("Human: I live in Paris.")
+    assert prompt.rstrip().endswith("Human: Where do I live?\nAI:")
+
+
+def test_without_a_context_key_the_facts_lead_the_history_as_a_system_message(memory):
+    zep = ZepChatMemory(memory=memory, session_id="s1", user_id="alice", user_name="Alice", end_policy=1,
+                        return_messages=True)
+    zep.save_context({"input": "I live in Paris."}, {"output": "Noted."})
+    history = zep.load_memory_variables({"input": "Where do I live?"})["history"]
+    assert [type(m) for m in history] == [SystemMessage, HumanMessage, AIMessage]
+    assert "Alice lives in Paris. (valid from 2024-01-01)" in history[0].text
+    nothing = ZepChatMemory(memory=memory, session_id="s9", user_id="newcomer", return_messages=True)
+    assert nothing.load_memory_variables({"input": "Where do I live?"}) == {"history": []}
+
+
+def test_a_missing_user_is_refused_by_name(memory):
+    with pytest.raises(ValueError, match="user_id"):
+        ZepChatMemory(memory=memory, session_id="s1")
+    with pytest.raises(ValueError, match="Memory.open"):
+        ZepChatMemory(memory="./data", session_id="s1", user_id="alice")

@@ -129,3 +129,69 @@ def test_a_streamed_reply_is_stored_as_the_assistants_words(history, memory):
     assert "Alice" not in said or "Orsay" not in said["Alice"]  # the assistant's words are not the user's
     found = memory.get_context("Which museum did you recommend?", user_id="alice")
     assert found[0].content == said["Assistant"]
+
+
+def streaming_chain(memory, reply: str):
+    """A prompt and LangChain's own streaming fake model, with the history kept in zep."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+    from langchain_core.runnables.history import RunnableWithMessageHistory
+
+    model = GenericFakeChatModel(messages=iter([AIMessage(reply)]))
+    prompt = ChatPromptTemplate.from_messages([MessagesPlaceholder("history"), ("human", "{input}")])
+    return RunnableWithMessageHistory(
+        prompt | model, lambda session_id: ZepChatMessageHistory(memory, session_id, user_id="alice",
+                                                                 user_name="Alice"),
+        input_messages_key="input", history_messages_key="history")
+
+
+@pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+def test_a_reply_streamed_through_runnable_with_message_history_is_the_assistants(memory, mode):
+    import asyncio
+
+    from langchain_core.messages import AIMessageChunk
+
+    reply = "I recommend the Musée d'Orsay on Thursday evenings."
+    chain = streaming_chain(memory, reply)
+    inputs, config = {"input": "Any museum tips for Paris?"}, {"configurable": {"session_id": "s1"}}
+    if mode == "stream":
+        chunks = list(chain.stream(inputs, config=config))
+    else:
+        async def collect():
+            return [chunk async for chunk in chain.astream(inputs, config=config)]
+        chunks = asyncio.run(collect())
+    assert len(chunks) > 1 and all(isinstance(c, AIMessageChunk) for c in chunks)  # it really streamed
+    stored = memory.get_messages("s1", user_id="alice")
+    assert [(m.role, m.name, m.content) for m in stored] == [
+        ("user", "Alice", "Any museum tips for Paris?"), ("assistant", None, reply)]
+    result = memory.end_session("s1", user_id="alice")
+    assert not any("Orsay" in f.content for f in result.added if f.subject == "Alice")
+    assert any("Orsay" in f.content for f in result.added if f.subject == "Assistant")
+
+
+@pytest.mark.parametrize(("message", "role"), [
+    ("HumanMessageChunk", "user"), ("AIMessageChunk", "assistant"), ("SystemMessageChunk", "system")])
+def test_chunks_keep_the_role_of_their_class(history, memory, message, role):
+    import langchain_core.messages as lc
+
+    history.add_messages([getattr(lc, message)(content="Some words.")])
+    assert [m.role for m in memory.get_messages("s1", user_id="alice")] == [role]
+
+
+def test_a_message_class_without_a_role_is_refused(history, memory):
+    from langchain_core.messages import ChatMessage, RemoveMessage
+
+    with pytest.raises(ValidationError, match="RemoveMessage"):
+        history.add_messages([RemoveMessage(id="m1")])
+    with pytest.raises(ValidationError, match="'critic'"):
+        history.add_messages([ChatMessage(role="critic", content="Too long.")])
+    history.add_messages([ChatMessage(role="ai", content="Hello.")])
+    assert [m.role for m in memory.get_messages("s1", user_id="alice")] == ["assistant"]
+
+
+def test_a_user_and_a_memory_are_required(memory):
+    with pytest.raises(TypeError):
+        ZepChatMessageHistory(memory, "s1")  # no user_id: no shared default user
+    with pytest.raises(ValidationError, match="Memory.open"):
+        ZepChatMessageHistory("./data", "s1", user_id="alice")

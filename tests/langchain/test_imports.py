@@ -6,11 +6,13 @@ EXPECTED_ALL = [
     "EndPolicy",
     "ZepChatMemory",
     "ZepChatMessageHistory",
+    "ZepContext",
     "ZepEntityHistoryTool",
     "ZepMemoryMiddleware",
     "ZepRelatedEntitiesTool",
     "ZepRetriever",
     "ZepSearchMemoryTool",
+    "ZepStore",
     "create_memory_tools",
 ]
 

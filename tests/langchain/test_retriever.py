@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 from langchain_tests.integration_tests import RetrieversIntegrationTests
+from zep_core import ValidationError
 
 from zep_langchain import ZepRetriever
 
@@ -84,8 +85,48 @@ async def test_ainvoke_matches_invoke(alice_memory):
 def test_bad_arguments_are_refused(alice_memory):
     with pytest.raises(ValueError):
         ZepRetriever(memory=alice_memory, user_id="alice", k=0)
-    with pytest.raises(TypeError, match="unexpected arguments"):
+    with pytest.raises(ValidationError, match="does not take 'top_k' as an invoke.. argument.*use k="):
         ZepRetriever(memory=alice_memory, user_id="alice").invoke("x", top_k=3)
+    with pytest.raises(ValidationError, match="'filter'.*scoped by user_id"):
+        ZepRetriever(memory=alice_memory, user_id="alice").invoke("x", filter={"subject": "Alice"})
+
+
+@pytest.mark.parametrize(("field", "hint"), [("top_k", "use k="), ("filter", "scoped by user_id"),
+                                             ("kk", "it takes memory, user_id, k")])
+def test_unknown_constructor_fields_are_refused_with_what_to_use(alice_memory, field, hint):
+    with pytest.raises(ValueError, match=f"does not take '{field}' as an argument") as caught:
+        ZepRetriever(memory=alice_memory, user_id="alice", **{field: 1})
+    assert hint in str(caught.value)
+
+
+def test_search_kwargs_set_k_as_of_and_threshold(alice_memory):
+    docs = ZepRetriever(memory=alice_memory, user_id="alice", search_kwargs={"k": 2}).invoke("What about Alice?")
+    assert len(docs) == 2
+    then = ZepRetriever(memory=alice_memory, user_id="alice", search_kwargs={"as_of": "2024-02-01T00:00:00+00:00"})
+    texts = [d.page_content for d in then.invoke("Where does Alice live?")]
+    assert "Alice lives in Paris." in texts and "Alice lives in Berlin." not in texts
+    loose = ZepRetriever(memory=alice_memory, user_id="alice", search_kwargs={"threshold": 0.0, "k": 50})
+    strict = ZepRetriever(memory=alice_memory, user_id="alice", search_kwargs={"threshold": 0.99, "k": 50})
+    question = "quantum chromodynamics lecture notes"  # shares no word and no entity with Alice's facts
+    assert loose.invoke(question) and strict.invoke(question) == []
+    assert len(strict.invoke(question, threshold=0.0)) == len(loose.invoke(question))  # a call's value wins
+
+
+def test_search_kwargs_override_the_fields(alice_memory):
+    retriever = ZepRetriever(memory=alice_memory, user_id="alice", k=5, search_kwargs={"k": 1})
+    assert len(retriever.invoke("What about Alice?")) == 1
+    assert len(retriever.invoke("What about Alice?", k=3)) == 3
+
+
+@pytest.mark.parametrize("search_kwargs", [{"top_k": 2}, {"k": 0}, {"threshold": 2}, {"as_of": "yesterday"}])
+def test_bad_search_kwargs_are_refused(alice_memory, search_kwargs):
+    with pytest.raises(ValueError):
+        ZepRetriever(memory=alice_memory, user_id="alice", search_kwargs=search_kwargs)
+
+
+def test_a_user_is_required(alice_memory):
+    with pytest.raises(ValueError, match="user_id"):
+        ZepRetriever(memory=alice_memory)
 
 
 def test_an_unnamed_user_is_the_default_speaker(memory):

@@ -4,6 +4,7 @@ import pytest
 from langchain_tests.integration_tests import ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
 
+from tests.langchain.conftest import tell
 from zep_langchain import ZepEntityHistoryTool, ZepRelatedEntitiesTool, ZepSearchMemoryTool, create_memory_tools
 
 TOOLS = [
@@ -106,8 +107,10 @@ def test_a_user_without_memory_gets_a_plain_answer(alice_memory):
         assert tool.invoke(args) == "Nothing is stored in memory for this user yet."
 
 
-def test_nothing_relevant_says_so(tools):
-    out = tools["search_memory"].invoke({"query": "quantum chromodynamics lecture notes"})
+def test_nothing_relevant_says_so(make_memory):
+    strict = make_memory(semantic_threshold=0.5)  # the default threshold lets weak matches through
+    tell(strict, "alice", "Alice")
+    out = ZepSearchMemoryTool(memory=strict, user_id="alice").invoke({"query": "quantum chromodynamics lecture notes"})
     assert out.startswith("No facts in memory match")
 
 

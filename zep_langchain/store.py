@@ -1,0 +1,468 @@
+"""ZepStore: a LangGraph ``BaseStore`` kept in zep memory, searched through zep's facts.
+
+``create_agent(model, tools, store=ZepStore(memory))`` (or ``graph.compile(store=...)``)
+gives every node and tool ``runtime.store``: the long-term memory LangGraph's own
+patterns and langmem-style memory tools write to.
+
+**Namespaces are users.** A namespace is laid out as ``layout`` says, by default
+``("memories", "{user_id}")`` (the layout langmem and LangGraph's memory guides use):
+``("memories", "alice")`` and ``("memories", "alice", "prefs")`` are Alice's;
+``layout=("{user_id}", "memories")`` fits apps that put the user first. A namespace
+that does not fit the layout is refused on ``put``/``get``/``delete`` with an error
+that shows the layout (never filed under a made-up user); a search or listing whose
+prefix does not fit simply finds nothing. The user label is checked like every
+``user_id``.
+
+**How an item is kept.** Each ``put`` and ``delete`` is appended, as exact JSON, to
+the user's ``"langgraph-store"`` session in the memory's SQLite (rows with the
+``tool`` role, which the memory never learns from): ``get`` returns the ``value``
+dict exactly as it was put, with the item's ``created_at``/``updated_at``, and the
+store survives restarts, exports and imports with the rest of the user's memory.
+So that items are *searchable through zep's facts*, the text of each put value
+(every string in it, or the ``index`` paths given to ``put``; ``index=False`` for
+none) also goes through ``conversation_end`` as one episode of the user: its facts
+join the user's knowledge graph, and a newer value supersedes what an older one
+said, as any conversation would.
+
+**Search.** Without ``query``, ``search`` lists the items under a prefix in the
+order they were first put (per user), filtered and paged as ``InMemoryStore`` does.
+With ``query`` it runs zep's retrieval (``get_context``: semantic, lexical and graph
+matches over the user's *current* facts) and returns the items whose facts matched,
+best first, each with the score of its best fact: an item whose facts were all
+superseded, or that was put with ``index=False``, is not returned for a query.
+:meth:`ZepStore.as_of` gives a read-only view of the store as it was at another
+time: items as they were then, searched over the facts true then.
+
+**Deleting** removes the item from ``get``, ``search`` and ``list_namespaces``; the
+log keeps the old value for :meth:`ZepStore.as_of`, and facts already learned from
+it stay in the user's memory (as with ``clear()`` on a chat history).
+``Memory.forget_user`` erases everything of a user. TTLs are not supported.
+
+The store reads each user's log whole per batch: it suits the thousands of items
+per user a memory store holds, not millions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    get_text_at_path,
+)
+from zep_core import Fact, Message, ValidationError
+from zep_core.models import to_utc
+from zep_core.sessions import facts_for
+from zep_core.validation import MAX_LIMIT, check_id
+
+from ._memory import check_store_memory
+
+try:  # langgraph >= 1.2 checks the labels of ops handed to batch() directly
+    from langgraph.store.base import validate_op_namespace
+except ImportError:  # pragma: no cover - older langgraph: the BaseStore methods check them
+    def validate_op_namespace(op: Op) -> None:
+        """Older langgraph has no check for ops given to ``batch`` directly; its methods check labels."""
+
+__all__ = ["DEFAULT_LAYOUT", "LOG_SESSION", "NamespaceError", "USER_LABEL", "ZepStore"]
+
+#: The label of a layout that stands for the user id.
+USER_LABEL = "{user_id}"
+#: The default layout: ``("memories", user_id, ...)``.
+DEFAULT_LAYOUT = ("memories", USER_LABEL)
+#: The session of each user that holds the store's log.
+LOG_SESSION = "langgraph-store"
+_LOG_NAME = "zep-store"
+_LOG_VERSION = 1
+_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+
+
+class NamespaceError(ValidationError, InvalidNamespaceError):
+    """A namespace that does not fit the store's layout (both a zep and a LangGraph error)."""
+
+
+@dataclass
+class _Entry:
+    """One live item as the log says it is."""
+
+    value: str  # the exact JSON of the value
+    created_at: datetime
+    updated_at: datetime
+    episode: str | None
+
+
+#: One user's items: namespace -> key -> entry, in the order they were first put.
+_State = dict[tuple[str, ...], dict[str, _Entry]]
+
+
+def _check_layout(layout: Any) -> tuple[str, ...]:
+    if isinstance(layout, str) or not isinstance(layout, Sequence) or not layout:
+        raise ValidationError(f"layout must be a non-empty tuple of labels such as {DEFAULT_LAYOUT!r}, got {layout!r}")
+    layout = tuple(layout)
+    if layout.count(USER_LABEL) != 1:
+        raise ValidationError(f"layout must hold {USER_LABEL!r} exactly once (where the user id goes), got {layout!r}")
+    for label in layout:
+        if not isinstance(label, str) or not label or "." in label:
+            raise ValidationError(f"layout labels must be non-empty strings without '.', got {label!r} in {layout!r}")
+    if layout[0] == "langgraph":
+        raise ValidationError("a layout cannot start with 'langgraph' (LangGraph reserves it)")
+    return layout
+
+
+def _json_of(value: Any) -> str:
+    """The exact JSON of a put value; refused if it would not come back equal."""
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"a store value must be a dict, got {type(value).__name__}")
+    try:
+        text = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"a store value must be JSON (str, int, float, bool, None, list, dict): {exc}") from None
+    if json.loads(text) != dict(value):
+        raise ValidationError("a store value must be plain JSON to come back exactly: use lists, not tuples, and "
+                              "string keys in every dict")
+    return text
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON value, depth first."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def _operator(value: Any, operator: str, wanted: Any) -> bool:
+    if operator == "$eq":
+        return value == wanted
+    if operator == "$ne":
+        return value != wanted
+    if operator not in _OPERATORS:
+        raise ValidationError(f"unknown filter operator {operator!r}; use one of {', '.join(_OPERATORS)}")
+    a, b = _number(value), _number(wanted)
+    if a is None or b is None:
+        return False
+    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[operator]
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    """``InMemoryStore``'s filter rules: equality, nested dicts, lists element-wise, and ``$`` operators."""
+    if isinstance(wanted, dict):
+        if any(k.startswith("$") for k in wanted):
+            return all(_operator(value, op, v) for op, v in wanted.items())
+        return isinstance(value, dict) and all(_matches(value.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, (list, tuple)):
+        return (isinstance(value, (list, tuple)) and len(value) == len(wanted)
+                and all(_matches(a, b) for a, b in zip(value, wanted)))
+    return value == wanted
+
+
+def _fits(pattern: Sequence[str], labels: Sequence[str]) -> bool:
+    """Whether ``labels`` match ``pattern`` label by label (``*`` matches any)."""
+    return all(p == "*" or p == label for p, label in zip(pattern, labels))
+
+
+def _condition_holds(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        return _fits(path, namespace)
+    if condition.match_type == "suffix":
+        return _fits(path[::-1], namespace[::-1])
+    raise ValidationError(f"unknown namespace match type {condition.match_type!r}; use 'prefix' or 'suffix'")
+
+
+def _episodes_of(fact: Fact) -> set[str]:
+    """The episodes a fact came from (a restated fact keeps the sources of every episode that said it)."""
+    found = {fact.episode_id} if fact.episode_id else set()
+    found.update(source.rsplit(":", 1)[0] for source in fact.source_message_ids)
+    return found
+
+
+class ZepStore(BaseStore):
+    """A LangGraph store on zep memory: exact items per user, searched through the user's facts.
+
+    See the module docstring for how namespaces map to users and how items are kept.
+
+    Args:
+        memory: the :class:`zep_core.Memory` (or a ``RemoteMemory``).
+        layout: how a namespace names its user: labels, one of them ``"{user_id}"``
+            (default ``("memories", "{user_id}")``).
+        fields: the value paths whose text is learned from (LangGraph's path syntax,
+            e.g. ``["content"]``; default: every string in the value). ``put(...,
+            index=[...])`` overrides it per item, ``index=False`` learns nothing.
+        user_names: each user's name (a mapping or a function of the user id): "I" in
+            an item's text, and in a query, means that person (default: the memory's
+            ``default_speaker``).
+
+    Example:
+        >>> store = ZepStore(memory)                                           # doctest: +SKIP
+        >>> store.put(("memories", "alice"), "home", {"content": "I live in Berlin."})
+        >>> store.get(("memories", "alice"), "home").value
+        {'content': 'I live in Berlin.'}
+        >>> [i.key for i in store.search(("memories", "alice"), query="Where do I live?")]
+        ['home']
+
+    """
+
+    supports_ttl = False
+
+    def __init__(self, memory: Any, *, layout: Sequence[str] = DEFAULT_LAYOUT, fields: Sequence[str] | None = None,
+                 user_names: Mapping[str, str] | Callable[[str], str | None] | None = None,
+                 _as_of: datetime | None = None) -> None:
+        self.memory = check_store_memory(memory)
+        self.layout = _check_layout(layout)
+        self._user_at = self.layout.index(USER_LABEL)
+        if fields is not None and (isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields)):
+            raise ValidationError(f"fields must be a list of value paths such as ['content'], got {fields!r}")
+        self.fields = None if fields is None else list(fields)
+        if user_names is not None and not (callable(user_names) or isinstance(user_names, Mapping)):
+            raise ValidationError("user_names must be a mapping of user ids to names, or a function of the user id")
+        self.user_names = user_names
+        self.when = _as_of
+
+    def __repr__(self) -> str:
+        at = f", as_of={self.when.isoformat()!r}" if self.when else ""
+        return f"ZepStore(layout={self.layout!r}{at})"
+
+    def as_of(self, when: datetime | str) -> ZepStore:
+        """A read-only view of the store as it was at ``when``: items then, searched over the facts true then.
+
+        Raises:
+            zep_core.ValidationError: ``when`` is not a datetime or ISO-8601 string.
+
+        """
+        return ZepStore(self.memory, layout=self.layout, fields=self.fields, user_names=self.user_names,
+                        _as_of=to_utc(when, "as_of"))
+
+    # -- namespaces and users ----------------------------------------------------------------
+
+    def _user_of(self, namespace: tuple[str, ...]) -> str:
+        """The user a full namespace belongs to."""
+        if len(namespace) < len(self.layout) or not all(
+                want == USER_LABEL or want == label for want, label in zip(self.layout, namespace)):
+            example = tuple("alice" if label == USER_LABEL else label for label in self.layout)
+            raise NamespaceError(f"namespace {namespace!r} does not fit this ZepStore's layout {self.layout!r}: "
+                                 f"use e.g. {example!r} (deeper namespaces may follow), or build the store with "
+                                 "layout=(...) to match your namespaces")
+        try:
+            return check_id(namespace[self._user_at], "the user id in a namespace")
+        except ValidationError as exc:
+            raise NamespaceError(str(exc)) from None
+
+    def _users_under(self, prefix: Sequence[str]) -> list[str]:
+        """The users a prefix can reach (``*`` labels allowed): one, none, or all of them."""
+        if not all(want in (USER_LABEL, label) or label == "*" for want, label in zip(self.layout, prefix)):
+            return []
+        if len(prefix) > self._user_at and prefix[self._user_at] != "*":
+            user_id = prefix[self._user_at]
+            try:
+                return [check_id(user_id, "user_id")]
+            except ValidationError:
+                return []  # no user can have that id: nothing is stored under it
+        return list(self.memory.users())
+
+    def _name_of(self, user_id: str) -> str | None:
+        names = self.user_names
+        if names is None:
+            return None
+        return names.get(user_id) if isinstance(names, Mapping) else names(user_id)
+
+    # -- the log ------------------------------------------------------------------------------------
+
+    def _state(self, user_id: str) -> _State:
+        """Replay a user's log (up to the view's time) into the live items."""
+        state: _State = {}
+        if not self.memory.has_user(user_id):
+            return state
+        for message in self.memory.get_messages(LOG_SESSION, user_id=user_id):
+            if message.name != _LOG_NAME or (self.when is not None and message.timestamp
+                                             and message.timestamp > self.when):
+                continue
+            entry = json.loads(message.content)
+            items = state.setdefault(tuple(entry["ns"]), {})
+            key = entry["key"]
+            if entry["op"] == "del":
+                items.pop(key, None)
+                continue
+            previous = items.get(key)
+            when = message.timestamp
+            items[key] = _Entry(value=json.dumps(entry["value"], ensure_ascii=False),
+                                created_at=previous.created_at if previous else when, updated_at=when,
+                                episode=entry.get("episode"))
+        return state
+
+    def _item(self, namespace: tuple[str, ...], key: str, entry: _Entry, score: float | None = None,
+              search: bool = False) -> Item:
+        fields = {"namespace": namespace, "key": key, "value": json.loads(entry.value),
+                  "created_at": entry.created_at, "updated_at": entry.updated_at}
+        return SearchItem(**fields, score=score) if search else Item(**fields)
+
+    # -- the batch --------------------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run get, search, list and put operations; reads see the store as it was before the batch's puts.
+
+        As in ``InMemoryStore``, the puts of a batch are applied after its reads, and
+        the last put of a ``(namespace, key)`` wins.
+
+        Raises:
+            NamespaceError: a put, get or delete namespace that does not fit the layout.
+            zep_core.ValidationError: a value that is not plain JSON, or a write on an ``as_of`` view.
+
+        """
+        ops = list(ops)
+        for op in ops:
+            validate_op_namespace(op)
+        cache: dict[str, _State] = {}
+
+        def state(user_id: str) -> _State:
+            if user_id not in cache:
+                cache[user_id] = self._state(user_id)
+            return cache[user_id]
+
+        results: list[Result] = []
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, GetOp):
+                entry = state(self._user_of(op.namespace)).get(op.namespace, {}).get(op.key)
+                results.append(None if entry is None else self._item(op.namespace, op.key, entry))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op, state))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list(op, state))
+            elif isinstance(op, PutOp):
+                if self.when is not None:
+                    raise ValidationError(f"this ZepStore is a read-only view as of {self.when.isoformat()}; "
+                                          "write through the store itself")
+                self._user_of(op.namespace)
+                if not isinstance(op.key, str):
+                    raise ValidationError(f"a store key must be a string, got {type(op.key).__name__}")
+                if op.value is not None:
+                    _json_of(op.value)
+                puts[(op.namespace, op.key)] = op
+                results.append(None)
+            else:
+                raise ValidationError(f"unknown store operation {type(op).__name__}; use GetOp, SearchOp, "
+                                      "ListNamespacesOp or PutOp")
+        if puts:
+            self._write(list(puts.values()))
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async :meth:`batch` (the core is synchronous: it runs in a worker thread)."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # -- writes -------------------------------------------------------------------------------------
+
+    def _texts(self, op: PutOp) -> list[str]:
+        paths = self.fields if op.index is None else op.index
+        if paths is False or op.value is None:
+            return []
+        value = dict(op.value)
+        if paths is None or "$" in paths:
+            return _strings(value)
+        return [t for path in paths for t in get_text_at_path(value, path) if t.strip()]
+
+    def _write(self, puts: list[PutOp]) -> None:
+        """Append each put/delete to its user's log (one write per user), then learn from the new texts."""
+        limit = self.memory.config.max_message_chars
+        logs: dict[str, list[Message]] = {}
+        episodes: list[tuple[str, str, list[str]]] = []
+        for op in puts:
+            user_id = self._user_of(op.namespace)
+            entry: dict[str, Any] = {"v": _LOG_VERSION, "op": "del" if op.value is None else "put",
+                                     "ns": list(op.namespace), "key": op.key}
+            if op.value is not None:
+                entry["value"] = dict(op.value)
+                texts = self._texts(op)
+                if texts:
+                    entry["episode"] = "store-" + uuid.uuid4().hex
+                    episodes.append((user_id, entry["episode"], texts))
+            content = json.dumps(entry, ensure_ascii=False)
+            longest = max(len(t) for t in [content, *(episodes[-1][2] if "episode" in entry else [])])
+            if longest > limit:
+                raise ValidationError(f"the item {op.key!r} is {longest} characters as stored, over the memory's "
+                                      f"max_message_chars={limit}; store less in one item")
+            logs.setdefault(user_id, []).append(Message(content, role="tool", name=_LOG_NAME))
+        for user_id, messages in logs.items():
+            self.memory.add_messages(LOG_SESSION, messages, user_id=user_id)
+        for user_id, episode_id, texts in episodes:
+            name = self._name_of(user_id)
+            self.memory.conversation_end(LOG_SESSION, [Message(t, role="user", name=name) for t in texts],
+                                         user_id=user_id, episode_id=episode_id)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def _candidates(self, prefix: tuple[str, ...], wanted: Mapping[str, Any] | None,
+                    state: Callable[[str], _State]) -> list[tuple[str, tuple[str, ...], str, _Entry]]:
+        found = []
+        for user_id in self._users_under(prefix):
+            for namespace, items in state(user_id).items():
+                if namespace[:len(prefix)] != prefix:
+                    continue
+                for key, entry in items.items():
+                    if wanted and not all(_matches(json.loads(entry.value).get(k), v) for k, v in wanted.items()):
+                        continue
+                    found.append((user_id, namespace, key, entry))
+        return found
+
+    def _search(self, op: SearchOp, state: Callable[[str], _State]) -> list[SearchItem]:
+        candidates = self._candidates(tuple(op.namespace_prefix), op.filter, state)
+        window = slice(op.offset, op.offset + op.limit)
+        if not op.query:
+            return [self._item(ns, key, entry, search=True) for _, ns, key, entry in candidates[window]]
+        scores: dict[tuple[str, tuple[str, ...], str], float] = {}
+        wanted = min(MAX_LIMIT, max(50, 5 * (op.offset + op.limit)))
+        for user_id in dict.fromkeys(c[0] for c in candidates):
+            by_episode = {e.episode: (ns, key) for u, ns, key, e in candidates if u == user_id and e.episode}
+            if not by_episode:
+                continue
+            for fact in facts_for(self.memory, op.query, user_id=user_id, user_name=self._name_of(user_id),
+                                  limit=wanted, as_of=self.when):
+                for episode in _episodes_of(fact) & by_episode.keys():
+                    where = (user_id, *by_episode[episode])
+                    scores[where] = max(scores.get(where, float("-inf")), fact.score or 0.0)
+        order = {(u, ns, key): i for i, (u, ns, key, _) in enumerate(candidates)}
+        ranked = sorted(scores, key=lambda where: (-scores[where], order[where]))
+        entries = {(u, ns, key): e for u, ns, key, e in candidates}
+        return [self._item(ns, key, entries[(u, ns, key)], score=scores[(u, ns, key)], search=True)
+                for u, ns, key in ranked[window]]
+
+    def _list(self, op: ListNamespacesOp, state: Callable[[str], _State]) -> list[tuple[str, ...]]:
+        conditions = tuple(op.match_conditions or ())
+        prefix = next((tuple(c.path) for c in conditions if c.match_type == "prefix"), ())
+        namespaces = {ns for user_id in self._users_under(prefix) for ns, items in state(user_id).items() if items}
+        namespaces = {ns for ns in namespaces if all(_condition_holds(c, ns) for c in conditions)}
+        if op.max_depth is not None:
+            namespaces = {ns[:op.max_depth] for ns in namespaces}
+        return sorted(namespaces)[op.offset:op.offset + op.limit]
