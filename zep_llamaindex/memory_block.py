@@ -15,8 +15,8 @@ from typing import Any, Optional
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, field_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
-from zep_core import Memory, Message
-from zep_core.sessions import context_for
+from zep_core import Message
+from zep_core.sessions import check_memory, context_for
 
 from .convert import last_user_text, to_zep_message
 
@@ -27,8 +27,8 @@ class ZepMemoryBlock(BaseMemoryBlock[str]):
     """A memory block that supplies current facts and learns from flushed turns.
 
     Args:
-        memory: an open :class:`zep_core.Memory`.
-        user_id: the tenant whose facts are searched and written.
+        memory: an open :class:`zep_core.Memory` (or a ``zep_core.server.RemoteMemory``).
+        user_id: the tenant whose facts are searched and written (required).
         name: the block's name (its tag in the system message).
         user_name: the user's name, set on their messages so "I" resolves to it.
         session_id: the session flushed turns are filed under when LlamaIndex gives none.
@@ -44,7 +44,7 @@ class ZepMemoryBlock(BaseMemoryBlock[str]):
 
     name: str = Field(default="zep_memory", min_length=1, description="The name of the memory block.")
     memory: Any = Field(exclude=True, description="The zep_core.Memory holding the facts.")
-    user_id: str = Field(default="default", min_length=1)
+    user_id: str = Field(min_length=1, description="The user whose facts are searched and written.")
     user_name: Optional[str] = Field(default=None, min_length=1)
     session_id: str = Field(default="llamaindex", min_length=1)
     context_limit: Optional[int] = Field(default=None, ge=1)
@@ -52,10 +52,8 @@ class ZepMemoryBlock(BaseMemoryBlock[str]):
 
     @field_validator("memory")
     @classmethod
-    def _is_memory(cls, value: Any) -> Memory:
-        if not isinstance(value, Memory):
-            raise ValueError(f"memory must be an open zep_core.Memory, got {type(value).__name__}")
-        return value
+    def _is_memory(cls, value: Any) -> Any:
+        return check_memory(value)
 
     async def _aget(self, messages: Optional[list[ChatMessage]] = None, **block_kwargs: Any) -> str:
         """The context block for the latest user message(s); ``""`` when memory knows nothing."""
@@ -69,7 +67,7 @@ class ZepMemoryBlock(BaseMemoryBlock[str]):
         """Ingest flushed turns: store them and run ``conversation_end``, one episode per session."""
         sessions: dict[str, list[Message]] = {}
         for chat_message in messages:
-            message = to_zep_message(chat_message, user_name=self.user_name)
+            message = to_zep_message(chat_message, user_name=self.user_name, faithful=False)
             if message is not None:
                 session = chat_message.additional_kwargs.get("session_id") or self.session_id
                 sessions.setdefault(str(session), []).append(message)

@@ -15,8 +15,8 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from zep_core import Memory, ValidationError
-from zep_core.sessions import facts_for
+from zep_core import ValidationError
+from zep_core.sessions import check_memory, facts_for
 
 from .convert import fact_to_node
 
@@ -27,8 +27,8 @@ class ZepRetriever(BaseRetriever):
     """Retrieve a user's current facts, ranked by GetContext.
 
     Args:
-        memory: an open :class:`zep_core.Memory`.
-        user_id: the tenant whose facts are searched.
+        memory: an open :class:`zep_core.Memory` (or a ``zep_core.server.RemoteMemory``).
+        user_id: the tenant whose facts are searched (required).
         top_k: how many facts (default: the memory's ``context_limit``).
         user_name: who "I" is in a query (default: the memory's ``default_speaker``).
         as_of: return what was true at that time instead of now.
@@ -44,11 +44,13 @@ class ZepRetriever(BaseRetriever):
 
     """
 
-    def __init__(self, memory: Memory, user_id: str = "default", *, top_k: int | None = None,
+    def __init__(self, memory: Any, user_id: str | None = None, *, top_k: int | None = None,
                  user_name: str | None = None, as_of: datetime | str | None = None,
                  callback_manager: CallbackManager | None = None, verbose: bool = False, **kwargs: Any) -> None:
-        if not isinstance(memory, Memory):
-            raise TypeError(f"memory must be an open zep_core.Memory, got {type(memory).__name__}")
+        check_memory(memory)
+        if user_id is None:
+            raise ValidationError("ZepRetriever needs user_id=: the user whose facts it retrieves (there is no "
+                                  "shared default user)")
         if not isinstance(user_id, str) or not user_id.strip():
             raise ValidationError(f"user_id must be a non-empty string, got {user_id!r}")
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):

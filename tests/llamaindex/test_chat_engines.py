@@ -2,6 +2,11 @@
 
 Session 1: "I live in Paris." Session 2: "I moved to Berlin." Session 3 asks. The
 LLM's input in session 3 must hold Berlin, and Paris nowhere.
+
+ZepMemory adds its context only to a session that has history (as ChatMemoryBuffer
+returns nothing for an empty one), so the context engines — which read memory before
+storing the first message — get it from their second turn on; on a first turn it is the
+retriever's job (``ZepRetriever``, tested in test_retriever.py).
 """
 
 from __future__ import annotations
@@ -57,12 +62,39 @@ def test_chat_engine_is_told_the_new_city_not_the_old_one(kind, mode, make_memor
 
     llm.prompts.clear()
     chat_memory = ZepMemory(memory=core, session_id="s3", user_id="ada")
-    response = chat(make_engine(kind, chat_memory, llm), QUESTION, mode)
+    engine = make_engine(kind, chat_memory, llm)
+    chat(engine, "Hello again.", mode)
+    response = chat(engine, QUESTION, mode)
 
     assert str(response) == "Noted."
     assert QUESTION in llm.prompts[-1]
     assert "Berlin" in llm.prompts[-1]
     assert not [p for p in llm.prompts if "Paris" in p]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_condense_engine_makes_no_extra_condense_call_on_the_first_turn(mode, make_memory, llm):
+    from llama_index.core.memory import ChatMemoryBuffer
+
+    core = make_memory()
+    core.conversation_end("s0", [{"role": "user", "content": "I live in Berlin.", "name": "Ada"}], user_id="ada")
+
+    def calls_per_turn(chat_memory):
+        engine = make_engine("condense", chat_memory, llm)
+        counts = []
+        for text in (QUESTION, "And what should I visit there?"):
+            before = len(llm.prompts)
+            chat(engine, text, mode)
+            counts.append(len(llm.prompts) - before)
+        return counts, llm.prompts[-counts[-1]:]
+
+    buffer_counts, _ = calls_per_turn(ChatMemoryBuffer.from_defaults(token_limit=3000))
+    first_prompt_at = len(llm.prompts)
+    zep_counts, last_turn = calls_per_turn(ZepMemory(memory=core, session_id="s1", user_id="ada", user_name="Ada"))
+
+    assert zep_counts == buffer_counts == [1, 2]  # turn 1: the answer only; turn 2: condense, then answer
+    assert QUESTION in llm.prompts[first_prompt_at]  # turn 1 retrieved with the question as asked
+    assert "Ada lives in Berlin." in last_turn[0]  # from turn 2 on, memory's context reaches the LLM
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -100,7 +132,8 @@ def test_function_agent_is_told_the_new_city_not_the_old_one(make_memory, clock,
     assert [m.content for m in core.get_messages("s3", user_id="ada")] == [QUESTION, "Noted."]
 
 
-def test_function_agent_keeps_the_final_answer_not_the_tool_plumbing(make_memory, fc_llm):
+def test_function_agent_history_keeps_the_tool_calls_as_the_buffer_does(make_memory, fc_llm):
+    from llama_index.core.memory import ChatMemoryBuffer
     from llama_index.core.tools import FunctionTool
 
     def weather(city: str) -> str:
@@ -108,13 +141,23 @@ def test_function_agent_keeps_the_final_answer_not_the_tool_plumbing(make_memory
         return f"Sunny in {city}."
 
     core = make_memory()
-    chat_memory = ZepMemory(memory=core, session_id="s1", user_id="ada")
-    fc_llm.script = [("weather", {"city": "Berlin"}), "It is sunny in Berlin."]
     agent = FunctionAgent(tools=[FunctionTool.from_defaults(weather)], llm=fc_llm)
 
-    async def run() -> str:
-        return str(await agent.run(user_msg="What's the weather?", memory=chat_memory))
+    def history_after_a_tool_call(chat_memory):
+        fc_llm.calls.clear()  # the mock numbers its tool calls by the calls it saw
+        fc_llm.script = [("weather", {"city": "Berlin"}), "It is sunny in Berlin."]
 
-    assert asyncio.run(run()) == "It is sunny in Berlin."
-    assert [(m.role.value, m.content) for m in chat_memory.get_all()] == [
-        ("user", "What's the weather?"), ("assistant", "It is sunny in Berlin.")]
+        async def run() -> str:
+            return str(await agent.run(user_msg="What's the weather?", memory=chat_memory))
+
+        assert asyncio.run(run()) == "It is sunny in Berlin."
+        return [m.model_dump(mode="json") for m in chat_memory.get_all()]
+
+    buffer = history_after_a_tool_call(ChatMemoryBuffer.from_defaults(token_limit=3000))
+    chat_memory = ZepMemory(memory=core, session_id="s1", user_id="ada")
+    zep = history_after_a_tool_call(chat_memory)
+
+    assert zep == buffer and [m["role"] for m in zep] == ["user", "assistant", "tool", "assistant"]
+    learned = chat_memory.end_session()  # what becomes an episode is the talk, not the plumbing
+    assert [m.content for m in core.get_episode(learned.episode_id).messages] == [
+        "What's the weather?", "It is sunny in Berlin."]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from pydantic import ValidationError as PydanticValidationError
+from zep_core import ValidationError, ZepMemoryError
+from zep_core.sessions import EndPolicy
 
 from zep_llamaindex import ZepMemory
 
@@ -96,6 +99,17 @@ def test_without_input_the_last_user_message_is_the_query(make_memory):
     assert "User lives in Berlin." in chat_memory.get()[0].content
 
 
+def test_no_history_or_nothing_known_means_no_system_message(make_memory):
+    core = make_memory()
+    core.conversation_end("s0", [{"role": "user", "content": "I live in Berlin."}], user_id="ada")
+    chat_memory = ZepMemory(memory=core, session_id="s1", user_id="ada")
+
+    assert chat_memory.get(input="Where do I live?") == []  # no history: nothing added, as ChatMemoryBuffer
+    chat_memory.put(user("Hello."))
+    assert texts(chat_memory.get(input="What is the capital of Peru?")) == [("user", "Hello.")]  # nothing known
+    assert chat_memory.get(input="Where do I live?")[0].role == MessageRole.SYSTEM
+
+
 def test_a_new_user_gets_history_without_context_not_an_error(make_memory):
     chat_memory = ZepMemory(memory=make_memory(), session_id="s1", user_id="nobody")
 
@@ -109,7 +123,9 @@ def test_users_never_see_each_others_facts(make_memory):
     core.conversation_end("s0", [{"role": "user", "content": "I live in Berlin."}], user_id="ada")
     core.conversation_end("s0", [{"role": "user", "content": "I live in Rome."}], user_id="bob")
 
-    bob = ZepMemory(memory=core, session_id="s1", user_id="bob").get(input="Where do I live?")
+    chat_memory = ZepMemory(memory=core, session_id="s1", user_id="bob")
+    chat_memory.put(user("Where do I live?"))
+    bob = chat_memory.get()
 
     assert "Rome" in bob[0].content and "Berlin" not in bob[0].content
 
@@ -120,17 +136,27 @@ def test_history_is_cut_to_the_token_limit_from_the_oldest_turn(make_memory):
                               user("eleven twelve"), assistant("thirteen")])
 
     assert texts(chat_memory.get()) == [("user", "eleven twelve"), ("assistant", "thirteen")]
-    assert chat_memory.get(initial_token_count=11) == []  # a lone trailing answer is not a conversation
+    assert texts(chat_memory.get(initial_token_count=11)) == [("assistant", "thirteen")]  # as ChatMemoryBuffer
+    with pytest.raises(ValueError, match="exceeds token limit"):
+        chat_memory.get(initial_token_count=13)
     assert len(chat_memory.get_all()) == 4
 
 
-def test_tool_calls_and_results_are_not_stored(make_memory):
-    chat_memory = ZepMemory(memory=make_memory(), session_id="s1", user_id="ada")
-    call = ChatMessage(role="assistant", blocks=[ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={})])
+def test_tool_calls_and_results_are_kept_but_only_the_talk_is_learned_from(make_memory):
+    core = make_memory()
+    chat_memory = ZepMemory(memory=core, session_id="s1", user_id="ada", user_name="Ada")
+    call = ChatMessage(role="assistant", blocks=[
+        ToolCallBlock(tool_call_id="c1", tool_name="lookup", tool_kwargs={"who": "Ada"})])
+    result = ChatMessage(role="tool", content="Ada lives in Madrid.", additional_kwargs={"tool_call_id": "c1"})
 
-    chat_memory.put_messages([user("Weather?"), call, ChatMessage(role="tool", content="sunny"), assistant("Sunny.")])
+    chat_memory.put_messages([user("I live in Lisbon."), call, result, assistant("Noted.")])
 
-    assert texts(chat_memory.get_all()) == [("user", "Weather?"), ("assistant", "Sunny.")]
+    stored = chat_memory.get_all()
+    assert [m.role.value for m in stored] == ["user", "assistant", "tool", "assistant"]
+    assert stored[1].blocks == call.blocks and stored[2].additional_kwargs == {"tool_call_id": "c1"}
+    learned = chat_memory.end_session()
+    assert {f.object for f in learned.added if f.predicate == "lives_in"} == {"Lisbon"}  # not the tool's Madrid
+    assert [m.content for m in core.get_episode(learned.episode_id).messages] == ["I live in Lisbon.", "Noted."]
 
 
 def test_end_session_runs_conversation_end_and_keeps_the_turns(make_memory):
@@ -181,32 +207,84 @@ def test_from_defaults_takes_a_memory_and_a_chat_history(make_memory):
 
     assert (chat_memory.session_id, chat_memory.user_id, chat_memory.token_limit) == ("s9", "ada", 500)
     assert [m.content for m in core.get_messages("s9", user_id="ada")] == ["Hi.", "Hello!"]
-    assert ZepMemory.from_defaults(memory=core).session_id  # a fresh random session
+    assert ZepMemory.from_defaults(memory=core, user_id="ada").session_id  # a fresh random session
 
 
-def test_from_defaults_opens_a_memory_in_data_dir(tmp_path):
-    chat_memory = ZepMemory.from_defaults(data_dir=tmp_path / "data", session_id="s1")
+def test_from_defaults_opens_a_memory_in_data_dir_and_closes_what_it_opened(tmp_path):
+    chat_memory = ZepMemory.from_defaults(data_dir=tmp_path / "data", session_id="s1", user_id="ada")
+    chat_memory.put(user("Hi."))
+    assert (tmp_path / "data" / "zep.db").exists()
+    chat_memory.close()
+
+    with pytest.raises(ZepMemoryError, match="closed"):
+        chat_memory.get_all()
+
+
+def test_two_from_defaults_on_one_folder_share_one_memory(tmp_path, make_memory):
+    core = make_memory(tmp_path / "data")  # the app's own memory on the folder
+    first = ZepMemory.from_defaults(data_dir=tmp_path / "data", session_id="s1", user_id="ada")
+    second = ZepMemory.from_defaults(data_dir=tmp_path / "data", session_id="s1", user_id="ada")
     try:
-        chat_memory.put(user("Hi."))
-        assert (tmp_path / "data" / "zep.db").exists()
+        first.put_messages([user("I live in Paris."), assistant("Nice.")])
+        assert texts(second.get_all()) == [("user", "I live in Paris."), ("assistant", "Nice.")]
+        second.end_session()
+        assert "Paris" in core.context_block("Where does the user live?", user_id="ada")
     finally:
-        chat_memory.memory.close()
+        first.close()
+        second.close()
+    assert core.get_messages("s1", user_id="ada")  # the app's memory is still open
 
 
-def test_serializes_without_the_store(make_memory):
-    chat_memory = ZepMemory(memory=make_memory(), session_id="s1", user_id="ada", end_every=3)
+def test_a_missing_user_is_refused_not_shared(make_memory, tmp_path):
+    with pytest.raises(PydanticValidationError, match="user_id is required.*no shared default user"):
+        ZepMemory(memory=make_memory(), session_id="s1")
+    with pytest.raises(ValidationError, match="user_id is required"):
+        ZepMemory.from_defaults(data_dir=tmp_path / "other")
+    assert not (tmp_path / "other").exists()  # refused before anything was opened
+
+
+def test_end_policy_names_set_the_end_fields(make_memory):
+    core = make_memory()
+
+    explicit = ZepMemory(memory=core, user_id="ada", end_policy="explicit")
+    every = ZepMemory(memory=core, user_id="ada", end_policy=3)
+
+    assert (explicit.end_on_reset, explicit.end_every, explicit.end_after_idle) == (False, None, None)
+    assert (every.end_on_reset, every.end_every) == (True, 3)
+    assert ZepMemory(memory=core, user_id="ada").end_policy == EndPolicy()  # learns by default
+    with pytest.raises(PydanticValidationError, match="end_policy and end_every were both given"):
+        ZepMemory(memory=core, user_id="ada", end_policy=3, end_every=2)
+
+
+def test_by_default_a_session_learns_after_an_idle_gap(make_memory, clock):
+    core = make_memory()
+    chat_memory = ZepMemory(memory=core, session_id="s1", user_id="ada", user_name="Ada")
+    chat_memory.put_messages([user("I live in Paris."), assistant("Nice.")])
+    assert episodes(core) == 0
+
+    clock.advance(hours=2)
+    chat_memory.put(user("Hello again."))
+
+    assert episodes(core) == 1
+    assert "Ada lives in Paris." in chat_memory.context_for("Where do I live?")
+
+
+def test_serializes_as_a_reference_without_the_store(make_memory):
+    core = make_memory()
+    chat_memory = ZepMemory(memory=core, session_id="s1", user_id="ada", end_every=3)
 
     data = chat_memory.to_dict()
 
     assert data["session_id"] == "s1" and data["end_every"] == 3 and data["class_name"] == "ZepMemory"
-    assert "memory" not in data
+    assert "memory" not in data and data["memory_ref"] == {"data_dir": str(core.data_dir)}
+    json.dumps(data)
 
 
 @pytest.mark.parametrize("bad", [
-    {"session_id": ""}, {"user_id": ""}, {"token_limit": 0}, {"end_every": 0},
-    {"context_template": "no slot"}, {"memory": "./data"}])
+    {"session_id": ""}, {"user_id": ""}, {"token_limit": 0}, {"end_every": 0}, {"end_after_idle": 0},
+    {"context_template": "no slot"}, {"memory": "./data"}, {"end_policy": "never"}])
 def test_bad_settings_are_refused_with_a_clear_error(make_memory, bad):
-    options = {"memory": make_memory(), "session_id": "s1", **bad}
+    options = {"memory": make_memory(), "session_id": "s1", "user_id": "ada", **bad}
 
     with pytest.raises(PydanticValidationError, match=next(iter(bad))):
         ZepMemory(**options)

@@ -106,6 +106,8 @@ def test_a_new_user_gets_an_empty_block_not_an_error(make_memory):
     assert asyncio.run(block.aget([ChatMessage(role="user", content="Where do I live?")])) == ""
 
 
-def test_block_refuses_what_is_not_a_memory():
+def test_block_refuses_what_is_not_a_memory_or_no_user(make_memory):
     with pytest.raises(PydanticValidationError, match="zep_core.Memory"):
         ZepMemoryBlock(memory="./data", user_id="ada")
+    with pytest.raises(PydanticValidationError, match="user_id"):
+        ZepMemoryBlock(memory=make_memory())

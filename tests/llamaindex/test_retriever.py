@@ -96,8 +96,10 @@ def test_context_chat_engine_gets_the_current_fact(moved, llm, mode):
 
 
 def test_bad_arguments_are_refused(moved):
-    with pytest.raises(TypeError, match="zep_core.Memory"):
+    with pytest.raises(ValidationError, match="memory must be an open zep_core.Memory"):
         ZepRetriever(memory="./data", user_id="ada")
+    with pytest.raises(ValidationError, match="needs user_id=.*no shared default user"):
+        ZepRetriever(memory=moved)
     with pytest.raises(ValidationError, match="top_k"):
         ZepRetriever(memory=moved, user_id="ada", top_k=0)
     with pytest.raises(ValidationError, match="user_id"):
