@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 
 from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 from zep_core import IngestResult, Memory, ValidationError
 
 from ._convert import new_only, now_of, to_core_messages, to_langchain_messages
@@ -23,9 +23,16 @@ class ZepChatMessageHistory(BaseChatMessageHistory):
     their speaker (so "I live in Paris" becomes a fact about that name); AI messages
     (streamed ``AIMessageChunk`` replies too) as ``assistant``: roles follow the
     message class, so the assistant's words never become facts about the user.
-    Only text is kept: tool results and AI messages without text (pure tool calls)
-    are not stored. Adding a message whose id is already stored in
-    the session does nothing, so retries never duplicate a turn.
+
+    Every message comes back as it was added, as from LangChain's
+    ``InMemoryChatMessageHistory``: an ``AIMessage`` with its ``tool_calls``, a
+    ``ToolMessage`` with its ``tool_call_id``, ``status`` and ``artifact``, content
+    blocks, ``additional_kwargs`` and ``response_metadata``. Images and other media
+    are kept by reference (a URL); inline data is replaced by a note saying what was
+    there (see :mod:`zep_langchain._convert`). Only text is learned from: tool
+    results and messages without text (pure tool calls) are kept as ``tool`` rows,
+    which never become facts. Adding a message whose id is already stored in the
+    session does nothing, so retries never duplicate a turn.
 
     The turns become an episode (facts extracted) only at :meth:`end_conversation`.
 
@@ -59,13 +66,29 @@ class ZepChatMessageHistory(BaseChatMessageHistory):
         return self.recent()
 
     def recent(self, limit: int | None = None) -> list[BaseMessage]:
-        """The last ``limit`` messages of the session (all if None), oldest first."""
-        found = self.memory.get_messages(self.session_id, user_id=self.user_id, limit=limit)
-        return to_langchain_messages(found)
+        """The last ``limit`` messages of the session (all if None), oldest first.
+
+        A window never starts with a tool result whose call it cut off (chat models
+        refuse a ``ToolMessage`` without the ``AIMessage`` that called the tool), so it
+        may hold fewer than ``limit`` messages.
+        """
+        found = to_langchain_messages(self.memory.get_messages(self.session_id, user_id=self.user_id, limit=limit))
+        if limit is not None:
+            while found and isinstance(found[0], ToolMessage):
+                found.pop(0)
+        return found
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Store messages at once (a message whose id is already stored is skipped)."""
-        core = to_core_messages(messages, user_name=self.user_name, timestamp=now_of(self.memory))
+        """Store messages at once (a message whose id is already stored is skipped).
+
+        Raises:
+            zep_core.ValidationError: a message class the memory has no role for, a
+                field that cannot be stored as JSON, or text over the memory's limits;
+                nothing of the batch is stored then.
+
+        """
+        core = to_core_messages(messages, user_name=self.user_name, timestamp=now_of(self.memory),
+                                max_chars=self.memory.config.max_message_chars)
         if any(m.id is not None for m in core):
             stored = self.memory.get_messages(self.session_id, user_id=self.user_id)
             core = new_only(core, {m.id for m in stored if m.id is not None})

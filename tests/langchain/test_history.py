@@ -37,14 +37,16 @@ def test_message_ids_round_trip_and_a_repeated_id_is_stored_once(history):
         ("m1", "I live in Paris."), ("m2", "Noted."), ("m3", "Again?")]
 
 
-def test_tool_traffic_is_not_stored(history):
+def test_tool_traffic_is_kept_but_not_learned_from(history, memory):
     history.add_messages([
         HumanMessage("Where do I live?"),
         AIMessage("", tool_calls=[{"name": "search_memory", "args": {"query": "home"}, "id": "c1"}]),
         ToolMessage("Alice lives in Paris.", tool_call_id="c1"),
         AIMessage("In Paris."),
     ])
-    assert [m.content for m in history.messages] == ["Where do I live?", "In Paris."]
+    assert [type(m) for m in history.messages] == [HumanMessage, AIMessage, ToolMessage, AIMessage]
+    assert [m.role for m in memory.get_messages("s1", user_id="alice")] == ["user", "tool", "tool", "assistant"]
+    assert not any("Paris" in f.content for f in history.end_conversation().added if f.subject == "Alice")
 
 
 def test_clear_forgets_the_session_but_keeps_learned_facts(history, memory):

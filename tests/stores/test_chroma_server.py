@@ -78,7 +78,9 @@ def test_a_server_that_is_not_running_is_a_clear_error(tmp_path, capsys):
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(StoreError, match="chroma run"):
         ChromaVectorIndex(tmp_path / "chroma", url=url)
-    assert main(["stats", "--data", str(tmp_path / "data"), "--chroma-url", url]) == 2
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text('{"session_id": "s1", "messages": [{"role": "user", "content": "I live in Oslo."}]}\n')
+    assert main(["ingest", str(chats), "--data", str(tmp_path / "data"), "--chroma-url", url]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: could not open the Chroma vector index at " + url) and err.count("\n") == 1
 
