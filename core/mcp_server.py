@@ -93,6 +93,17 @@ def create_mcp_server(memory: Any, *, user_id: str, user_name: str | None = None
     def entity(name_: str) -> str:
         return speaker if name_.strip().casefold() in _SELF_WORDS else name_
 
+    def about(target: str, action: str, query: Any, **options: Any) -> Any:
+        """``query(target, user_id=…)``; an unknown entity or bad input comes back as the sentence to return."""
+        try:
+            return query(target, user_id=user_id, **options)
+        except NotFoundError:
+            return f"No entity named {target!r} in memory. Check the spelling, or use search_memory."
+        except ValidationError as exc:
+            return f"Could not {action}: {exc}"
+        except ZepMemoryError as exc:
+            raise fail(exc) from None
+
     @server.tool()
     def search_memory(query: str, limit: int = 5, as_of: str | None = None) -> str:
         """Search long-term memory for facts about the user that are true now, most relevant first.
@@ -128,14 +139,9 @@ def create_mcp_server(memory: Any, *, user_id: str, user_name: str | None = None
 
         """
         target = entity(entity_name)
-        try:
-            facts = memory.entity_history(target, user_id=user_id)
-        except NotFoundError:
-            return f"No entity named {target!r} in memory. Check the spelling, or use search_memory."
-        except ValidationError as exc:
-            return f"Could not read the history: {exc}"
-        except ZepMemoryError as exc:
-            raise fail(exc) from None
+        facts = about(target, "read the history", memory.entity_history)
+        if isinstance(facts, str):
+            return facts
         if not facts:
             return f"Memory knows the name {target!r} but holds no facts about it."
         return "\n".join([f"History of {target} (oldest first, including facts no longer true):",
@@ -153,14 +159,9 @@ def create_mcp_server(memory: Any, *, user_id: str, user_name: str | None = None
         target = entity(entity_name)
         if not 1 <= limit <= 100:
             return "limit must be between 1 and 100."
-        try:
-            found = memory.related_entities(target, user_id=user_id, limit=limit)
-        except NotFoundError:
-            return f"No entity named {target!r} in memory. Check the spelling, or use search_memory."
-        except ValidationError as exc:
-            return f"Could not find related entities: {exc}"
-        except ZepMemoryError as exc:
-            raise fail(exc) from None
+        found = about(target, "find related entities", memory.related_entities, limit=limit)
+        if isinstance(found, str):
+            return found
         if not found:
             return f"Nothing in memory is connected to {target}."
         return f"Entities connected to {target} (within 2 hops): " + ", ".join(
