@@ -40,7 +40,7 @@ from .stores import StoreOpener, open_stores
 from .stores.graph import SCHEMA as GRAPH_SCHEMA
 from .stores.sandbox import CypherSandbox, SandboxLimits
 from .sync import IndexSync, OutboxOp
-from .validation import check_flag, check_id, check_limit
+from .validation import check_episodes, check_flag, check_id, check_limit
 from .workers import Workers
 
 __all__ = ["MaintenanceReport", "Memory"]
@@ -255,12 +255,7 @@ class Memory:
         """
         self._check_open()
         batch_size = check_limit(batch_size, "batch_size", maximum=100_000)
-        if progress is not None and not callable(progress):
-            raise ValidationError(f"progress must be a callable (or None), got {type(progress).__name__}")
-        if isinstance(episodes, (str, bytes, Mapping)) or not isinstance(episodes, Iterable):
-            raise ValidationError("episodes must be an iterable of episodes (mappings with 'session_id' and "
-                                  f"'messages', or EpisodeInput), got {type(episodes).__name__}"
-                                  + ("; wrap a single episode in a list" if isinstance(episodes, Mapping) else ""))
+        check_episodes(episodes, progress)
         specs = [_episode_spec(item, i) for i, item in enumerate(episodes)]
         return self._ingest.conversation_end_many(specs, batch_size=batch_size, progress=progress)
 

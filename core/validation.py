@@ -8,11 +8,12 @@ input with the same message.
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .errors import ValidationError
 
-__all__ = ["MAX_ID_CHARS", "MAX_LIMIT", "check_flag", "check_id", "check_limit", "check_text"]
+__all__ = ["MAX_ID_CHARS", "MAX_LIMIT", "check_episodes", "check_flag", "check_id", "check_limit", "check_text"]
 
 MAX_ID_CHARS = 256
 #: The largest ``limit`` a query takes: a bound the stores can serve (Chroma fails far above it).
@@ -85,3 +86,18 @@ def check_flag(value: Any, what: str) -> bool:
     if not isinstance(value, bool):
         raise ValidationError(f"{what} must be True or False, got {value!r}")
     return value
+
+
+def check_episodes(episodes: Any, progress: Any) -> None:
+    """The arguments of ``conversation_end_many``: an iterable of episodes (not one), and a callable or None.
+
+    Raises:
+        ValidationError: naming what was given and what to pass.
+
+    """
+    if progress is not None and not callable(progress):
+        raise ValidationError(f"progress must be a callable (or None), got {type(progress).__name__}")
+    if isinstance(episodes, (str, bytes, Mapping)) or not isinstance(episodes, Iterable):
+        raise ValidationError("episodes must be an iterable of episodes (mappings with 'session_id' and "
+                              f"'messages', or EpisodeInput), got {type(episodes).__name__}"
+                              + ("; wrap a single episode in a list" if isinstance(episodes, Mapping) else ""))

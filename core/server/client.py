@@ -47,6 +47,7 @@ from ..maintenance import MaintenanceReport
 from ..models import Entity, Episode, Fact, IngestResult, Message, coerce_messages, to_utc
 from ..serialize import entity_from_dict, episode_from_dict, fact_from_dict, message_from_dict, message_to_dict
 from ..transfer import ExportCounts, ImportReport
+from ..validation import check_episodes
 from . import wire
 
 __all__ = ["RemoteMemory"]
@@ -342,12 +343,7 @@ class RemoteMemory:
         ``progress`` is called for each episode, in order, once the server has answered.
         Retried only when every episode has an ``episode_id``.
         """
-        if progress is not None and not callable(progress):
-            raise ValidationError(f"progress must be a callable (or None), got {type(progress).__name__}")
-        if isinstance(episodes, (str, bytes, Mapping)) or not isinstance(episodes, Iterable):
-            raise ValidationError("episodes must be an iterable of episodes (mappings with 'session_id' and "
-                                  f"'messages', or EpisodeInput), got {type(episodes).__name__}"
-                                  + ("; wrap a single episode in a list" if isinstance(episodes, Mapping) else ""))
+        check_episodes(episodes, progress)
         items = [_wire_episode(item, i) for i, item in enumerate(episodes)]
         safe = bool(items) and all(item.get("episode_id") is not None for item in items)
         found = self._call("conversation_end_many", {"episodes": items, "batch_size": batch_size}, idempotent=safe)
