@@ -89,6 +89,21 @@ class _Served:
             self.proc.wait(timeout=30)
 
 
+def _timed_remote(cls: type) -> type:
+    """RemoteMemory that keeps the ``Server-Timing`` of each answer: how long the verb ran in the server."""
+
+    class Timed(cls):  # type: ignore[misc, valid-type]
+        verb_ms: list[float]
+
+        def _result(self, response: Any) -> Any:
+            found = re.search(r"verb;dur=([0-9.]+)", response.headers.get("server-timing", ""))
+            if found:
+                self.__dict__.setdefault("verb_ms", []).append(float(found.group(1)))
+            return super()._result(response)
+
+    return Timed
+
+
 def compare(local: Sequence[float], remote: Sequence[float]) -> dict[str, Any]:
     """p50/p95 of both sides, the overhead (remote − local) in ms and as a ratio, and the paired median."""
     ours, served = percentiles(local, (50, 95)), percentiles(remote, (50, 95))
@@ -142,6 +157,8 @@ def run(*, quick: bool = False, users: int = 20, episodes_n: int | None = None, 
     from zep_core import Memory, MemoryConfig
     from zep_core.server import RemoteMemory
 
+    RemoteMemory = _timed_remote(RemoteMemory)  # noqa: N806
+
     progress = progress or Progress("server")
     episodes_n = episodes_n or (300 if quick else 1000)
     n_queries = n_queries or (100 if quick else 300)
@@ -180,8 +197,10 @@ def run(*, quick: bool = False, users: int = 20, episodes_n: int | None = None, 
             def context(side: Any, user: Any, text: str) -> Callable[[], Any]:
                 return lambda: side.get_context(text, user_id=user.id, speaker=user.name)
 
+            remote.verb_ms = []
             local, remote_ms, answers = _alternating([(context(memory, u, t), context(remote, u, t))
                                                       for u, t in asked])
+            verb_ms, remote.verb_ms = remote.verb_ms, []
             same = sum([f.id for f in a] == [f.id for f in b] for a, b in answers)
             progress(f"get_context: {len(asked)} queries each side, {same} answered the same")
 
@@ -191,6 +210,7 @@ def run(*, quick: bool = False, users: int = 20, episodes_n: int | None = None, 
             w_local, w_remote, done = _alternating([(ingest(memory, u, s, m), ingest(remote, u, s, m))
                                                     for u, s, m in new])
             same_writes = sum(len(a.added) == len(b.added) and a.status == b.status == "done" for a, b in done)
+            write_verb_ms = remote.verb_ms
     finally:
         if served is not None:
             served.stop()
@@ -202,8 +222,11 @@ def run(*, quick: bool = False, users: int = 20, episodes_n: int | None = None, 
         "mode": "quick" if quick else "full", "users": users, "episodes": episodes_n, "facts": facts, "seed": seed,
         "server_start_s": round(start_s, 1), "floor_now_ms": percentiles(floor, (50, 95)),
         "floor_healthz_ms": percentiles(bare_floor, (50, 95)),
-        "get_context": {**context_figures, "same_answers": same},
-        "conversation_end": {**compare(w_local, w_remote), "same_results": same_writes},
+        "get_context": {**context_figures, "same_answers": same,
+                        "in_server_ms": percentiles(verb_ms, (50, 95)) if len(verb_ms) == len(asked) else None},
+        "conversation_end": {**compare(w_local, w_remote), "same_results": same_writes,
+                             "in_server_ms": percentiles(write_verb_ms, (50, 95)) if len(write_verb_ms) == len(new)
+                             else None},
         "target": {"overhead_p50_ms": TARGET_OVERHEAD_P50_MS, "overhead_p50_measured_ms": p50,
                    "met": p50 <= TARGET_OVERHEAD_P50_MS},
         "load_average_at_start": load_at_start, "seconds": round(progress.elapsed, 1),
@@ -226,6 +249,11 @@ def format_table(result: dict[str, Any]) -> str:
                      f"{r['server_ms']['p50']:>10} {r['server_ms']['p95']:>7} {r['overhead_ms']['p50']:>7} "
                      f"{r['overhead_ms']['p95']:>7} {r['ratio']['p50']:>6} {r['ratio']['p95']:>6} "
                      f"{r['paired_overhead_ms_p50']:>10}")
+    inside = result["get_context"].get("in_server_ms")
+    if inside:
+        wire_ms = round(result["get_context"]["server_ms"]["p50"] - inside["p50"], 2)
+        lines.append(f"get_context inside the server (its Server-Timing): p50 {inside['p50']} ms, p95 {inside['p95']} "
+                     f"ms; the wire and the codecs: p50 {wire_ms} ms")
     t = result["target"]
     lines.append(f"target: get_context overhead p50 <= {t['overhead_p50_ms']:g} ms: {t['overhead_p50_measured_ms']} ms "
                  f"-> {'met' if t['met'] else 'MISSED'}; same answers {result['get_context']['same_answers']}/"

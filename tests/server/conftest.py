@@ -49,6 +49,7 @@ def serving(app: FastAPI) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+        app.state.workers.shutdown(wait=True)
 
 
 @dataclass
