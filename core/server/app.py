@@ -509,7 +509,7 @@ def _json_body(scope: Mapping[str, Any]) -> bool:
     for name, value in scope.get("headers") or ():
         if name == b"content-type":
             kind = value.decode("latin-1").split(";", 1)[0].strip().lower()
-            return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+            return kind == "application/json"
     return True
 
 

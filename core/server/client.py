@@ -132,6 +132,9 @@ class RemoteMemory:
         timeout: seconds to wait for the server (connect, send, and each read).
         retries: how many times an idempotent call is sent again (0..10).
 
+    It connects to ``url`` itself (no forward proxy from ``HTTP_PROXY``), keeps no cookies
+    and follows no redirects: it sends through httpx's transport, not ``httpx.Client``.
+
     Raises:
         ConfigError: a malformed url, key, timeout or retry count.
 

@@ -49,7 +49,8 @@ def serving(app: FastAPI) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
-        app.state.workers.shutdown(wait=True)
+        if hasattr(app.state, "workers"):  # create_app's worker threads (not an app that mounts one)
+            app.state.workers.shutdown(wait=True)
 
 
 @dataclass
