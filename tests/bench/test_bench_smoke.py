@@ -142,7 +142,12 @@ def test_tiny_server_run_compares_the_served_memory_with_the_in_process_one(tmp_
         assert row["overhead_ms"]["p50"] == pytest.approx(served["p50"] - ours["p50"], abs=0.01)
         assert row["ratio"]["p95"] == pytest.approx(served["p95"] / ours["p95"], abs=0.01)
     assert result["target"]["met"] == (result["get_context"]["overhead_ms"]["p50"] <= 2.0)
-    assert "get_context" in server.format_table(result)
+    inside = result["get_context"]["in_server_ms"]  # each answer's Server-Timing: the verb alone
+    assert 0 < inside["p50"] < result["get_context"]["server_ms"]["p50"]
+    assert 0 < result["conversation_end"]["in_server_ms"]["p50"] < result["conversation_end"]["server_ms"]["p50"]
+    assert "inside the server" in server.format_table(result)
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "server.json").write_text(json.dumps(result))
-    assert "through `zep-memory serve` vs in process" in render(tmp_path / "results")
+    page = render(tmp_path / "results")
+    assert "through `zep-memory serve` vs in process" in page and "Inside the server" in page
+    assert "`get_context` through the server: overhead p50 ≤ 2 ms" in page  # a row of the targets table
