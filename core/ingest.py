@@ -215,7 +215,10 @@ class Ingestor:
                               progress: Callable[[int, IngestResult], None] | None = None) -> list[IngestResult]:
         """``conversation_end`` for many episodes, a batch at a time (ids already checked by the caller).
 
-        Everything is validated before anything is written. Per batch: every new
+        Everything is validated before anything is written. An episode id stored before
+        is a ``duplicate`` once it is done; a pending one (its extraction failed, or was cut
+        short) is extracted then, before the batch's new episodes, as ``conversation_end``
+        would. Per batch: every new
         episode is stored in one transaction, then each is extracted, all fact texts and
         new entity names are embedded in one call, and the rules are applied episode by
         episode in input order in one transaction — so a later episode sees an earlier
@@ -268,17 +271,20 @@ class Ingestor:
         """Store a batch's new episodes, extract them, embed once, and apply the rules in one transaction."""
         results: dict[int, IngestResult] = {}  # by position in the batch
         stored: list[tuple[int, Episode, datetime]] = []
+        again: list[int] = []
         with self.records.transaction():
             owners = self.records.record_owners("episodes", [e.id for e in batch])
             for k, p in enumerate(batch):
                 if p.id in owners:  # stored before: by an earlier call, or another writer meanwhile
-                    results[k] = IngestResult(episode_id=p.id, status="duplicate")
+                    again.append(k)
                     continue
                 now = self._now()
                 episode = Episode(id=p.id, session_id=p.session_id, user_id=p.user_id, created_at=now,
                                   messages=p.messages, status="pending")
                 self.records.insert_episode(episode, [m.id or "" for m in p.messages])
                 stored.append((k, episode, now))
+        for k in again:  # as conversation_end does: a done one is a duplicate, a pending one is extracted now,
+            results[k] = self._again(batch[k].id, self._now())  # before the new ones (it was stored before them)
         if getattr(self.extractor, "needs_known_facts", False):
             for k, episode, now in stored:
                 results[k] = self.process(episode, now, fresh=True)

@@ -133,3 +133,30 @@ def test_sending_a_pending_episode_again_extracts_it_once(make_memory):
     assert third.status == "duplicate" and third.added == ()
     assert [f.content for f in memory.facts("alice") if f.predicate == "lives_in"] == ["Alice lives in Paris."]
     assert memory.maintain().retried == 0
+
+
+def test_the_bulk_form_also_finishes_a_pending_episode_sent_again(make_memory):
+    """conversation_end_many with an id that is pending extracts it, one that is done is a duplicate."""
+    scripted = ScriptedExtractor()
+    scripted.fail(RuntimeError("model overloaded"))
+    memory = make_memory(extractor=scripted)
+    paris = [Message("I live in Paris", name="Alice", id="m1")]
+    assert memory.conversation_end("s1", paris, user_id="alice", episode_id="ep-1").status == "pending"
+
+    scripted.push(said("Alice", "lives_in", "Paris"))  # for ep-1, sent again: it goes first
+    scripted.push(said("Alice", "likes", "tea"))  # for ep-2, new
+    tea = [Message("I like tea", name="Alice", id="m2")]
+    results = memory.conversation_end_many([
+        {"session_id": "s2", "messages": tea, "user_id": "alice", "episode_id": "ep-2"},
+        {"session_id": "s1", "messages": paris, "user_id": "alice", "episode_id": "ep-1"},
+    ])
+    assert [(r.episode_id, r.status) for r in results] == [("ep-2", "done"), ("ep-1", "done")]
+    assert [f.content for f in results[1].added] == ["Alice lives in Paris."]
+    assert [f.content for f in results[0].added] == ["Alice likes tea."]
+    assert memory.get_episode("ep-1").status == "done"
+
+    again = memory.conversation_end_many([{"session_id": "s1", "messages": paris, "user_id": "alice",
+                                           "episode_id": "ep-1"}])
+    assert [(r.status, r.added) for r in again] == [("duplicate", ())]
+    assert sorted(f.content for f in memory.facts("alice")) == ["Alice likes tea.", "Alice lives in Paris."]
+    assert memory.maintain().retried == 0
