@@ -1,7 +1,8 @@
 """Resident memory Chroma keeps per collection, against the same client holding none (same run).
 
-Why it matters: the vector layout is one current and one history collection per user
-(DESIGN.md), so Chroma's cost per loaded collection is paid per user, not per fact.
+Why it matters: the vector layout is one collection per user (the current facts; it was a
+second one for superseded facts until this measure retired it), so Chroma's cost per
+loaded collection is paid per user, not per fact.
 Chroma's embedded client keeps every HNSW index it has loaded in an LRU cache sized
 ``RLIMIT_NOFILE // 5`` (``chromadb/api/rust.py``), not a setting: in practice every
 collection touched since the client opened stays resident.

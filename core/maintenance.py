@@ -29,7 +29,7 @@ from .errors import ConfigError, NotFoundError, StoreError
 from .ingest import Ingestor
 from .providers.base import Embedder, Summarizer
 from .stores import Stores
-from .stores.base import VECTOR_KINDS
+from .stores.base import RETIRED_VECTOR_KINDS, VECTOR_KINDS
 from .stores.records import iso
 from .sync import IndexSync
 
@@ -91,14 +91,20 @@ class Maintenance:
         self.sync.drain()
 
     def _drop_retired_vectors(self) -> None:
-        """Once per folder: delete the entity-name collections older versions wrote and nothing read."""
+        """Once per folder and retired kind: delete the collections older versions wrote and nothing reads now.
+
+        Entity-name vectors (never read), and the superseded facts' collections (``as_of``
+        searches SQLite now). The meta value names the kinds dropped, so a kind retired
+        later is dropped once more.
+        """
         drop = getattr(self.vectors, "drop_retired", None)
-        if drop is None or self.records.get_meta("retired_vectors") == "dropped":
+        done = ",".join(RETIRED_VECTOR_KINDS)
+        if drop is None or self.records.get_meta("retired_vectors") == done:
             return
         dropped = drop()
         if dropped:
-            log.info("dropped %d entity-vector collections that nothing reads", dropped)
-        self.records.set_meta("retired_vectors", "dropped")
+            log.info("dropped %d vector collections of kinds nothing reads (%s)", dropped, done)
+        self.records.set_meta("retired_vectors", done)
 
     def missing_indexes(self) -> list[str]:
         """The indexes that hold nothing of what SQLite says they must, looked up by key (cheap).
@@ -272,20 +278,19 @@ class Maintenance:
         all_entities: set[str] = set()
         known_edges: set[str] = set()
         for user in users:
-            current, history, edges = set(), set(), {}
+            current, edges = set(), {}
             for ids in self.records.iter_fact_ids(user):
                 known_edges.update(ids)
                 for fid, s in self.records.stored_facts(ids).items():
-                    (current if s.fact.is_current else history).add(fid)
+                    if s.fact.is_current:
+                        current.add(fid)
                     if s.object_id:
                         edges[fid] = s.fact.is_current
             entities = {i for ids in self.records.iter_entity_ids(user) for i in ids}
             all_entities |= entities
-            c_cur, c_hist = self.vectors.ids(user, "current"), self.vectors.ids(user, "history")
-            note("current_missing_in_chroma", current - c_cur)
-            note("stale_in_chroma_current", c_cur - current)
-            note("history_missing_in_chroma", history - c_hist)
-            note("stale_in_chroma_history", c_hist - history)
+            in_chroma = self.vectors.ids(user, "current")  # superseded facts are searched in SQLite
+            note("current_missing_in_chroma", current - in_chroma)
+            note("stale_in_chroma_current", in_chroma - current)
             note("edges_missing_in_graph", set(edges) - set(g_edges))
             note("edge_state_differs", {f for f, cur in edges.items() if f in g_edges and g_edges[f] != cur})
             note("entities_missing_in_graph", entities - g_nodes)

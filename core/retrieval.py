@@ -271,8 +271,8 @@ class Retriever:
         self._catch_up(user)
         k = max(scoring.semantic_candidates, scoring.context_limit)
         semantic = dict(self.vectors.query(user, "current", vector, k))
-        if when is not None:
-            semantic.update(self.vectors.query(user, "history", vector, k))
+        if as_of is not None:  # what was true then and is no longer: in SQLite, not in the index
+            semantic.update(self.records.history_search(user, vector, k, as_of))
         lexical = (self.records.lexical_search(user, query.text, limit=scoring.lexical_candidates, as_of=as_of,
                                                context_weight=scoring.lexical_context_weight)
                    if scoring.lexical_weight else {})

@@ -54,9 +54,9 @@ class OpKind(str, enum.Enum):
 class FactChange(str, enum.Enum):
     """What happened to a fact, so that applying it can skip work that cannot be needed."""
 
-    ADD = "add"        # new: never in the history collection
+    ADD = "add"        # new
     TOUCH = "touch"    # reinforced: same vector, only the edge may change
-    RETIRE = "retire"  # superseded: moves from the current collection to the history one
+    RETIRE = "retire"  # superseded: its vector leaves the current facts' collection
     SYNC = "sync"      # unknown (import, old rows): do everything
 
 
@@ -343,8 +343,9 @@ class IndexSync:
     def sync_facts(self, changes: Mapping[str, set[FactChange]]) -> dict[str, str]:
         """Make Chroma and Kùzu hold each fact as SQLite has it now.
 
-        The change only says which work can be skipped (a new fact was never in the
-        history collection, a reinforced fact keeps its vector). Facts of a forgotten
+        Chroma holds the vectors of current facts only: a retired fact's vector leaves it
+        (``as_of`` finds superseded facts in SQLite). The change only says which work can
+        be skipped (a reinforced fact keeps its vector). Facts of a forgotten
         user are gone from SQLite: skipped. What cannot be indexed — a vector that is
         not finite or not of the embedder's dimension, an edge to an entity that is not
         stored — is left out, and the rest of the fact indexed.
@@ -368,15 +369,14 @@ class IndexSync:
             if s is None:
                 continue
             f = s.fact
-            keep, drop = ("current", "history") if f.is_current else ("history", "current")
-            if kinds != {FactChange.TOUCH}:
+            if f.is_current and kinds != {FactChange.TOUCH}:
                 why = unusable_vector(s.embedding, dimension)
                 if why:
                     left_out[fid] = _vector_left_out(why)
                 else:
-                    upserts.setdefault((f.user_id, keep), []).append((fid, s.embedding))
-            if kinds & {FactChange.RETIRE, FactChange.SYNC}:
-                deletes.setdefault((f.user_id, drop), []).append(fid)
+                    upserts.setdefault((f.user_id, "current"), []).append((fid, s.embedding))
+            if not f.is_current and kinds & {FactChange.RETIRE, FactChange.SYNC}:
+                deletes.setdefault((f.user_id, "current"), []).append(fid)
             gone = [f"{role} entity {eid!r}" for role, eid in (("subject", s.subject_id), ("object", s.object_id))
                     if eid and owners.get(eid) != f.user_id]
             if gone:

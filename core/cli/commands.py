@@ -241,7 +241,7 @@ def _stats_text(s: dict[str, Any]) -> str:
         f"SQLite        {r['episodes']} episodes, {r['messages']} messages, {r['facts']} facts "
         f"({s['facts']['current']} current, {s['facts']['superseded']} superseded), {r['entities']} entities, "
         f"{r['session_messages']} chat turns",
-        f"Chroma        {c['current']} current + {c['history']} superseded fact vectors"
+        f"Chroma        {c['current']} current fact vectors (superseded facts are searched in SQLite)"
         + (f" (server {c['url']})" if c["url"] else ""),
         f"Kùzu          {s['graph']['entities']} entity nodes, {s['graph']['facts']} FACT edges",
         f"pending       {s['pending_episodes']} episodes to extract, {s['pending_index_writes']} index writes",

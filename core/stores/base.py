@@ -16,11 +16,14 @@ import numpy as np
 
 __all__ = ["EntityNode", "FactEdge", "GraphIndex", "VectorIndex", "VECTOR_KINDS", "RETIRED_VECTOR_KINDS"]
 
-#: Collections kept per user: current facts (the hot path) and superseded ones (searched for ``as_of``).
-VECTOR_KINDS = ("current", "history")
-#: Kinds older versions kept and nothing reads any more (entity-name vectors): dropped with a
-#: user, by a reset, and once from a folder that still has them.
-RETIRED_VECTOR_KINDS = ("entity",)
+#: Collections kept per user: current facts, the hot path. Superseded facts are searched for
+#: ``as_of`` in SQLite, where their vectors are kept anyway (``RecordStore.history_search``).
+VECTOR_KINDS = ("current",)
+#: Kinds older versions kept and nothing reads any more: entity-name vectors, and the
+#: per-user collection of superseded facts (an HNSW index held in memory for each user, for
+#: the rare ``as_of`` query). Dropped with a user, by a reset, and once from a folder that
+#: still has them.
+RETIRED_VECTOR_KINDS = ("entity", "history")
 
 
 @runtime_checkable

@@ -432,6 +432,28 @@ class RecordStore:
             "JOIN entities o ON o.id = f.object_id AND o.user_id = f.user_id WHERE f.user_id = ?", [user_id])
         return entities, facts
 
+    def history_search(self, user_id: str, vector: np.ndarray, k: int, as_of: str) -> list[tuple[str, float]]:
+        """The ``k`` superseded facts of a user valid at ``as_of`` nearest to ``vector``: ``(id, cosine)``, best first.
+
+        What an ``as_of`` query needs beside the current facts' index: the facts that were
+        true then and are no longer. Their vectors are the stored ones (unit length, as
+        the embedder wrote them), searched exactly: only the facts valid at that moment
+        are read, so the search grows with what was true then, not with the history.
+        Vectors that cannot be compared (another dimension, not finite) are skipped.
+        """
+        rows = self._rows("SELECT id, embedding FROM facts WHERE user_id = ? AND "
+                          "(valid_until IS NOT NULL OR superseded_by IS NOT NULL) AND valid_from <= ? AND "
+                          "(valid_until IS NULL OR valid_until > ?)", [user_id, as_of, as_of])
+        width = 4 * len(vector)
+        rows = [r for r in rows if len(r[1]) == width]
+        if not rows or k <= 0:
+            return []
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), len(vector))
+        scores = matrix @ np.asarray(vector, dtype=np.float32)
+        finite = np.isfinite(scores)
+        order = [i for i in np.argsort(-np.where(finite, scores, -np.inf), kind="stable")[:k] if finite[i]]
+        return [(rows[i][0], float(scores[i])) for i in order]
+
     def lexical_search(self, user_id: str, text: str, *, limit: int, as_of: str | None = None,
                        context_weight: float = 1.0) -> dict[str, float]:
         """BM25 scores (higher is better) of the user's current (or as-of) facts matching the words of ``text``.
@@ -671,8 +693,9 @@ class RecordStore:
         return self._first_applied("entity", rows)
 
     def indexed_fact_sample(self, scan: int = 50) -> tuple[str, str] | None:
-        """``(user_id, fact_id)`` of the oldest fact the vector index must already hold, if any."""
-        rows = self._rows("SELECT id, user_id FROM facts ORDER BY rowid LIMIT ?", [scan])
+        """``(user_id, fact_id)`` of the oldest current fact the vector index must already hold, if any."""
+        rows = self._rows("SELECT id, user_id FROM facts WHERE valid_until IS NULL AND superseded_by IS NULL "
+                          "ORDER BY rowid LIMIT ?", [scan])
         return self._first_applied("fact", rows)
 
     def indexed_edge_sample(self, scan: int = 50) -> tuple[str, str] | None:

@@ -1,10 +1,12 @@
 """Chroma: the vector index, derived from SQLite.
 
 Layout (see FACTS.md: a ``where`` filter is Chroma's slow path, 82 ms vs 2.5 ms at
-100k): one collection per user and kind, so the hot query needs no filter —
-``<user>_current`` holds a user's current facts, ``<user>_history`` the superseded
-ones (searched only for ``as_of``). Older versions also kept ``<user>_entity`` (entity
-names), which nothing read; it is dropped with the user and once from an old folder.
+100k): one collection per user, so the hot query needs no filter — ``<user>_current``
+holds a user's current facts. Older versions also kept ``<user>_entity`` (entity names),
+which nothing read, and ``<user>_history`` (superseded facts, searched only for
+``as_of``), which cost each user a second HNSW index held in memory (~2.7 MiB each,
+bench/findings.md): ``as_of`` now searches SQLite for them. Both are dropped with the
+user and once from an old folder.
 Collection names are hashes of the user id, so ids never reach a file name. The
 embedded index keeps its metadata database in WAL mode (:func:`_write_ahead_log`).
 

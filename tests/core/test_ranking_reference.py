@@ -32,8 +32,10 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
     memory.flush()
     k = max(scoring.semantic_candidates, scoring.context_limit)
     semantic = dict(vectors.query(user, "current", vector, k))
-    if when is not None:
-        semantic.update(vectors.query(user, "history", vector, k))
+    if when is not None:  # superseded facts valid then, by brute force over every stored fact of the user
+        then = [(fid, float(s.embedding @ vector)) for ids in records.iter_fact_ids(user)
+                for fid, s in records.stored_facts(ids).items() if not s.fact.is_current and s.fact.valid_at(when)]
+        semantic.update(sorted(then, key=lambda x: -x[1])[:k])
     lexical = records.lexical_search(user, query.text, limit=scoring.lexical_candidates,
                                      as_of=iso(when) if when else None, context_weight=scoring.lexical_context_weight)
     as_of = iso(when) if when else None

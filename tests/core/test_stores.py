@@ -57,7 +57,7 @@ def test_rebuild_recreates_chroma_and_kuzu_equal_to_before(memory):
     stores = memory._stores
 
     def indexed(u):
-        return stores.vectors.ids(u, "current"), stores.vectors.ids(u, "history"), stores.graph.snapshot(u)
+        return stores.vectors.ids(u, "current"), stores.graph.snapshot(u)
 
     before = {u: indexed(u) for u in ("alice", "bob")}
     context_before = memory.context_block("Where does Alice live?", user_id="alice")
@@ -219,3 +219,32 @@ def test_a_folder_from_an_older_version_loses_its_unread_entity_collections(make
     assert collection_name("alice", "entity") not in names and collection_name("alice", "current") in names
     assert memory.check_consistency() == {} and "Paris" in memory.context_block("Where do I live?", user_id="alice",
                                                                                 speaker="Alice")
+
+
+def test_an_old_folders_retired_collections_are_dropped_once_and_as_of_still_finds_the_past(make_memory, tmp_path,
+                                                                                           clock):
+    """Older versions kept entity-name and superseded-fact vectors in Chroma; as_of now searches SQLite instead."""
+    memory = make_memory(tmp_path / "d")
+    talk(memory, "alice", "I live in Paris.")
+    clock.advance(days=30)
+    talk(memory, "alice", "I moved to Berlin.")
+    memory.flush()
+    paris = next(f for f in memory.facts("alice") if f.object == "Paris")
+    assert paris.valid_until is not None  # superseded by Berlin
+    vectors = memory._stores.vectors
+    unit = memory.embedder.embed_query("an old vector")[None, :]
+    for kind in ("entity", "history"):  # what an older version left behind
+        vectors.upsert("alice", kind, ["old-" + kind], unit)
+    memory._stores.records.set_meta("retired_vectors", "dropped")  # the mark of a version that retired "entity" only
+    memory.close()
+
+    again = make_memory(tmp_path / "d")
+    names = {c.name for c in again._stores.vectors.client.list_collections()}
+    assert collection_name("alice", "current") in names
+    assert not {collection_name("alice", k) for k in ("entity", "history")} & names
+    assert again.check_consistency() == {}
+    then = again.get_context("Where does Alice live?", user_id="alice", as_of=paris.valid_from + timedelta(days=1))
+    now = again.get_context("Where does Alice live?", user_id="alice")
+    assert [f.object for f in then if f.predicate == "lives_in"] == ["Paris"]
+    assert [f.object for f in now if f.predicate == "lives_in"] == ["Berlin"]
+    assert again.stats()["vectors"] == {"current": len([f for f in again.facts("alice") if f.is_current])}

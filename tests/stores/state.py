@@ -126,7 +126,6 @@ def problems(state: StoreState, single_valued: Iterable[str]) -> list[str]:
     for user in users:
         mine = {f: v for f, v in facts.items() if v[0] == user}
         expected[collection_name(user, "current")] = frozenset(f for f, v in mine.items() if v[4])
-        expected[collection_name(user, "history")] = frozenset(f for f, v in mine.items() if not v[4])
     for name in set(expected) | set(state.chroma):
         want, got = expected.get(name, frozenset()), state.chroma.get(name, frozenset())
         if want != got:
