@@ -116,13 +116,22 @@ def test_chat_session_turns_persist_and_end_as_one_episode(make_memory, tmp_path
     assert [m.content for m in memory.get_messages("chat", user_id="ana")] == ["I live in Madrid.", "Noted!"]
 
 
-def test_sending_a_pending_episode_again_extracts_it_once(make_memory):
-    """A client that got no reply sends the same episode id again: a pending episode is finished, a done one kept."""
+PARIS = [Message("I live in Paris", name="Alice", id="m1")]
+
+
+def _left_pending(make_memory):
+    """A memory whose first episode, ``ep-1`` (``PARIS``), is pending: its extractor failed."""
     scripted = ScriptedExtractor()
     scripted.fail(RuntimeError("model overloaded"))
     memory = make_memory(extractor=scripted)
-    msgs = [Message("I live in Paris", name="Alice", id="m1")]
-    assert memory.conversation_end("s1", msgs, user_id="alice", episode_id="ep-1").status == "pending"
+    assert memory.conversation_end("s1", PARIS, user_id="alice", episode_id="ep-1").status == "pending"
+    return memory, scripted
+
+
+def test_sending_a_pending_episode_again_extracts_it_once(make_memory):
+    """A client that got no reply sends the same episode id again: a pending episode is finished, a done one kept."""
+    memory, scripted = _left_pending(make_memory)
+    msgs = PARIS
 
     scripted.push(said("Alice", "lives_in", "Paris"))
     again = memory.conversation_end("s1", msgs, user_id="alice", episode_id="ep-1")
@@ -137,11 +146,8 @@ def test_sending_a_pending_episode_again_extracts_it_once(make_memory):
 
 def test_the_bulk_form_also_finishes_a_pending_episode_sent_again(make_memory):
     """conversation_end_many with an id that is pending extracts it, one that is done is a duplicate."""
-    scripted = ScriptedExtractor()
-    scripted.fail(RuntimeError("model overloaded"))
-    memory = make_memory(extractor=scripted)
-    paris = [Message("I live in Paris", name="Alice", id="m1")]
-    assert memory.conversation_end("s1", paris, user_id="alice", episode_id="ep-1").status == "pending"
+    memory, scripted = _left_pending(make_memory)
+    paris = PARIS
 
     scripted.push(said("Alice", "lives_in", "Paris"))  # for ep-1, sent again: it goes first
     scripted.push(said("Alice", "likes", "tea"))  # for ep-2, new
