@@ -93,12 +93,14 @@ def _timed_remote(cls: type) -> type:
     """RemoteMemory that keeps the ``Server-Timing`` of each answer: how long the verb ran in the server."""
 
     class Timed(cls):  # type: ignore[misc, valid-type]
-        verb_ms: list[float]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.verb_ms: list[float] = []
 
         def _result(self, response: Any) -> Any:
             found = re.search(r"verb;dur=([0-9.]+)", response.headers.get("server-timing", ""))
             if found:
-                self.__dict__.setdefault("verb_ms", []).append(float(found.group(1)))
+                self.verb_ms.append(float(found.group(1)))
             return super()._result(response)
 
     return Timed

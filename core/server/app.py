@@ -504,7 +504,7 @@ def _bearer(scope: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _json_body(scope: Mapping[str, Any]) -> bool:
+def _says_json(scope: Mapping[str, Any]) -> bool:
     """Whether the request says its body is JSON, or says nothing (what FastAPI reads as JSON)."""
     for name, value in scope.get("headers") or ():
         if name == b"content-type":
@@ -537,7 +537,7 @@ class VerbRouter:
         if root and path.startswith(root):
             path = path[len(root):]
         verb = self.verbs.get(path)
-        return verb if verb is not None and _json_body(scope) else None
+        return verb if verb is not None and _says_json(scope) else None
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         """Answer a verb request here, pass anything else on to FastAPI."""
