@@ -8,7 +8,7 @@ which nothing read, and ``<user>_history`` (superseded facts, searched only for
 bench/findings.md): ``as_of`` now searches SQLite for them. Both are dropped with the
 user and once from an old folder.
 Collection names are hashes of the user id, so ids never reach a file name. The
-embedded index keeps its metadata database in WAL mode (:func:`_write_ahead_log`).
+embedded index keeps its metadata database in WAL mode, its write log indexed (:func:`_prepare_metadata`).
 
 Embedded (``PersistentClient`` in ``<data>/chroma``) or a Chroma server by URL
 (``chroma run``, reached through ``HttpClient``). A server may be shared by several
@@ -124,9 +124,14 @@ class ChromaVectorIndex:
                 self.client = chromadb.HttpClient(**_http_args(url), settings=settings)
             else:
                 with _OPEN_LOCK:
-                    if not _OPEN.get(self.path):  # see _write_ahead_log: only while Chroma has it closed
-                        _write_ahead_log(self.path)
+                    first = not _OPEN.get(self.path)  # see _prepare_metadata: only while Chroma has it closed
+                    ready = _prepare_metadata(self.path) if first else True
                     self.client = chromadb.PersistentClient(path=str(path), settings=settings)
+                    if not ready:  # a new folder: Chroma has just made its tables; index them, then open again
+                        self.client.close()
+                        _wait_released(self.path)
+                        _prepare_metadata(self.path)
+                        self.client = chromadb.PersistentClient(path=str(path), settings=settings)
                     _OPEN[self.path] = _OPEN.get(self.path, 0) + 1
         except Exception as exc:  # chromadb raises many types
             hint = (" Start one with `chroma run --path DIR --host HOST --port PORT`, or leave out "
@@ -293,32 +298,44 @@ _OPEN: dict[Path, int] = {}
 _OPEN_LOCK = threading.Lock()
 
 
-def _write_ahead_log(path: Path) -> None:
-    """Put Chroma's metadata database in WAL mode before Chroma opens it.
+#: Chroma's log of writes not yet in a persisted HNSW file, by collection ("topic"). Chroma
+#: 1.5 reads it (``topic = ? AND seq_id > ?``) and purges it (``topic = ? AND seq_id < ?``) on
+#: every write, and the table has no index but its ``seq_id`` key: each write scanned the
+#: unpersisted rows of every collection, ~1.6 kB each, so its cost grew with the number of
+#: users (bench/findings.md).
+_QUEUE_INDEX = "CREATE INDEX IF NOT EXISTS zep_embeddings_queue_topic ON embeddings_queue(topic, seq_id)"
+
+
+def _prepare_metadata(path: Path) -> bool:
+    """Put Chroma's metadata database in WAL mode and index its write log, before Chroma opens it.
 
     Chroma creates ``chroma.sqlite3`` in rollback-journal mode, so every upsert pays a
     journal file and its syncs (bench/findings.md has the cost of each). The mode is kept
     in the file and Chroma leaves it as it finds it, so it is set once, here, before the
     client starts; a new folder gets an empty database in WAL mode, which Chroma fills.
+    The index (:data:`_QUEUE_INDEX`) is an extra index on Chroma's own table: Chroma's
+    statements use it and nothing of Chroma's depends on its absence.
 
     Only call it while no Chroma client of this process has the file open: Chroma links
     its own SQLite, and closing any other descriptor of the file in the same process
-    drops the POSIX locks Chroma's SQLite holds on it. The mode is read from the file
-    header (bytes 18-19 are 2 in WAL mode), so a folder already in WAL is not opened.
+    drops the POSIX locks Chroma's SQLite holds on it.
+
+    Returns:
+        False when Chroma has not made its tables yet (a new folder): open the client,
+        close it, and call this again.
+
     """
     import sqlite3
 
     path.mkdir(parents=True, exist_ok=True)
-    db = path / "chroma.sqlite3"
-    if db.is_file():
-        with db.open("rb") as f:
-            header = f.read(20)
-        if header[18:20] == b"\x02\x02":
-            return
-    conn = sqlite3.connect(str(db), timeout=5)
+    conn = sqlite3.connect(str(path / "chroma.sqlite3"), timeout=5)
     try:
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'embeddings_queue'").fetchone():
+            return False
+        conn.execute(_QUEUE_INDEX)
+        return True
     finally:
         conn.close()
 

@@ -177,7 +177,22 @@ def _journal_mode(data) -> str:
         conn.close()
 
 
-def test_chroma_metadata_is_in_wal_mode_when_created_and_after_every_reopen(make_memory, tmp_path):
+def _chroma_log_plans(data) -> list[str]:
+    """How Chroma's own SQLite plans its two statements on the write log (chroma 1.5: rust/log/src/sqlite_log.rs)."""
+    import sqlite3
+
+    conn = sqlite3.connect(str(data / "chroma" / "chroma.sqlite3"))
+    try:
+        return [conn.execute("EXPLAIN QUERY PLAN " + sql, ["persistent://t/n/c", 1]).fetchall()[0][3] for sql in (
+            "SELECT seq_id, id, operation, vector, encoding, metadata FROM embeddings_queue WHERE topic = ? "
+            "AND seq_id > ? ORDER BY seq_id ASC",
+            "DELETE FROM embeddings_queue WHERE topic = ? AND seq_id < ?")]
+    finally:
+        conn.close()
+
+
+def test_chroma_metadata_is_in_wal_mode_with_its_log_indexed_when_created_and_after_every_reopen(make_memory,
+                                                                                                tmp_path):
     import sqlite3
 
     data = tmp_path / "data"
@@ -185,15 +200,19 @@ def test_chroma_metadata_is_in_wal_mode_when_created_and_after_every_reopen(make
     talk(memory, "alice", "I live in Paris.")
     memory.close()
     assert _journal_mode(data) == "wal"
+    assert all("zep_embeddings_queue_topic" in plan for plan in _chroma_log_plans(data))  # a new folder: at once
     conn = sqlite3.connect(str(data / "chroma" / "chroma.sqlite3"))  # as a folder from an older version has it
     conn.execute("PRAGMA journal_mode = DELETE")
+    conn.execute("DROP INDEX zep_embeddings_queue_topic")
     conn.close()
     assert _journal_mode(data) == "delete"
+    assert not any("zep_embeddings_queue_topic" in plan for plan in _chroma_log_plans(data))
     memory = make_memory(data)
     talk(memory, "alice", "I moved to Berlin.", session="s2")
     assert "Berlin" in memory.context_block("Where does Alice live?", user_id="alice")
     memory.close()
     assert _journal_mode(data) == "wal"
+    assert all("zep_embeddings_queue_topic" in plan for plan in _chroma_log_plans(data))
     assert not (data / "chroma" / "chroma.sqlite3-wal").exists()  # closed: the log is folded back in
 
 
