@@ -29,7 +29,11 @@ import numpy as np
 from tokenizers import Tokenizer
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models" / "all-MiniLM-L6-v2-int8"
-_INLINE_TEXTS = 4  # up to this many texts are embedded on the calling thread
+#: Up to this many texts are embedded on the calling thread. A text costs ~1-3 ms and a hand-off to
+#: the pool ~0.1 ms, so two texts already go to both threads (an episode's 2-4 texts: one episode
+#: stored until all three stores hold it 2 ms sooner at the median, bench/findings.md); a query's
+#: one text stays inline.
+_INLINE_TEXTS = 1
 _REBUILD_HINT = "run `python scripts/build_embedding_model.py` to rebuild the model files"
 
 
@@ -182,7 +186,7 @@ class LocalEmbedder:
                 out[i] = self._embed_one(encodings[i].ids, encodings[i].type_ids)
 
         workers = min(self.threads, len(texts))
-        if workers == 1 or len(texts) <= _INLINE_TEXTS:  # a thread hand-off costs more than it saves
+        if workers == 1 or len(texts) <= _INLINE_TEXTS:
             work(range(len(texts)))
         else:  # onnxruntime releases the GIL; strided rows balance long and short texts
             pool = self._get_pool()
