@@ -416,11 +416,7 @@ class Ingestor:
 
         entity_of = {f.id: (eid(f.subject), eid(f.object) if types[f.id][2] else None) for f in proposals}
         contradicted = {i for i in extraction.contradicted_fact_ids if i in known_ids}
-        current = self.records.rule_candidates(
-            user, list({s for s, _ in entity_of.values()}), predicates=sorted({f.predicate for f in proposals}),
-            statements=sorted({f.object for f in proposals if f.predicate == STATEMENT}), ids=sorted(contradicted))
-        plan = plan_updates(current, proposals, single_valued=self.config.single_valued_predicates,
-                            contradicted=contradicted, now=now)
+        plan = self._plan(user, list({s for s, _ in entity_of.values()}), proposals, contradicted, now)
         new_entities = self._new_entities(plan, entity_of, types, resolved, user)
         aliases = [(user, normalize_name(e.name), e.id) for e in new_entities.values()]
         aliases += [(user, normalize_name(f.object), entity_of[f.id][0]) for f in plan.added
@@ -445,6 +441,33 @@ class Ingestor:
                             added=plan.added, reinforced=plan.reinforced,
                             superseded=plan.superseded + plan.superseded_within,
                             discarded=plan.discarded, invalid=tuple(proposed.invalid), usage=dict(extraction.usage))
+
+    def _plan(self, user: str, subjects: list[str], proposals: Sequence[Fact], contradicted: set[str],
+              now: datetime) -> UpdatePlan:
+        """The update rules over the stored facts they can touch, read as they turn out to be needed.
+
+        First the facts a proposal can reinforce, end or supersede
+        (:meth:`RecordStore.rule_candidates`); then, only when the plan retires some, the
+        facts drawn from the same messages (:meth:`RecordStore.facts_from_messages`: the
+        quotes that retire with them, and the facts that keep a quote current), and the
+        rules again with those, until no retired fact names a message not yet read. Most
+        episodes retire nothing and pay one indexed read.
+        """
+        current = self.records.rule_candidates(
+            user, subjects, predicates=sorted({f.predicate for f in proposals}),
+            statements=sorted({f.object for f in proposals if f.predicate == STATEMENT}), ids=sorted(contradicted))
+        read: set[str] = set()
+        while True:
+            plan = plan_updates(current, proposals, single_valued=self.config.single_valued_predicates,
+                                contradicted=contradicted, now=now)
+            messages = {m for f in plan.superseded for m in f.source_message_ids} - read
+            if not messages:
+                return plan
+            read |= messages
+            more = self.records.facts_from_messages(user, subjects, messages, exclude={f.id for f in current})
+            if not more:
+                return plan
+            current = [*current, *more]
 
     @staticmethod
     def _new_entities(plan: UpdatePlan, entity_of: Mapping[str, tuple[str, str | None]],

@@ -30,7 +30,9 @@ the stores. Every number comes from ``MemoryConfig.scoring``
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -42,6 +44,7 @@ from .providers.base import Embedder
 from .resolve import input_aliases, mentions_first_person, mentions_second_person
 from .stores.base import GraphIndex, VectorIndex
 from .stores.records import RecordStore, iso
+from .stores.schema import fact_from_row
 from .temporal import normalize_name
 from .validation import check_limit, check_text
 
@@ -223,10 +226,22 @@ def newer_first(ranked: Sequence[Scored], vectors: Mapping[str, Any], subjects: 
 
 #: At most this many facts are read to find the graph candidates (then ranked by match).
 _GRAPH_SCAN = 20_000
-#: Facts built beyond ``limit`` so that one retired by a concurrent write can be replaced.
-_SPARE = 5
-#: Columns of :meth:`RecordStore.ranking_rows`.
-_ID, _SUBJECT, _SUBJECT_ID, _OBJECT_ID, _FROM, _UNTIL, _SUPERSEDED, _VECTOR = range(8)
+#: Columns of :meth:`RecordStore.ranking_rows`: the fact's columns, its rowid and vector.
+_ID, _SUBJECT, _FROM, _UNTIL, _SUPERSEDED, _SUBJECT_ID, _OBJECT_ID, _ROWID, _VECTOR = 0, 3, 8, 9, 10, 14, 15, 16, 17
+
+
+#: The threads queries are embedded in while their words are looked up (created on first use).
+_QUERY_THREADS: ThreadPoolExecutor | None = None
+_QUERY_THREADS_LOCK = threading.Lock()
+
+
+def _query_thread() -> ThreadPoolExecutor:
+    """The process's query-embedding threads, shared by every memory."""
+    global _QUERY_THREADS
+    with _QUERY_THREADS_LOCK:
+        if _QUERY_THREADS is None:
+            _QUERY_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="zep-query-embed")
+        return _QUERY_THREADS
 
 
 def _holds(row: tuple, as_of: str | None) -> bool:
@@ -267,25 +282,33 @@ class Retriever:
             return [], []
         scoring, user, when = query.scoring, query.user_id, query.as_of
         as_of = iso(when) if when else None
-        vector = self.embedder.embed_query(f"{query.asker}: {query.text}" if query.asker else query.text)
+        # The query is embedded in another thread while this one reads what needs only the words:
+        # the lexical ranking and the entities the text names (SQLite, like onnxruntime or an
+        # embedding API, leaves the interpreter lock free while it works).
+        embedding = _query_thread().submit(self.embedder.embed_query,
+                                           f"{query.asker}: {query.text}" if query.asker else query.text)
+        words = (self.records.lexical_ranking(user, query.text, limit=scoring.lexical_candidates, as_of=as_of,
+                                              context_weight=scoring.lexical_context_weight)
+                 if scoring.lexical_weight else [])  # (rowid, BM25) of valid facts: their ids come with their rows
+        whole_graph = scoring.graph_mode == "candidates" or scoring.require_both  # else the graph only ranks
+        frontiers: list[set[str]] = []
+        asker_id = None
+        if scoring.graph_hops and (scoring.graph_weight or scoring.require_both):
+            frontiers, asker_id = self._frontiers(query, as_of)
+        vector = embedding.result()
         self._catch_up(user)
         k = max(scoring.semantic_candidates, scoring.context_limit)
         semantic = dict(self.vectors.query(user, "current", vector, k))
         if as_of is not None:  # what was true then and is no longer: in SQLite, not in the index
             semantic.update(self.records.history_search(user, vector, k, as_of))
-        lexical = (self.records.lexical_search(user, query.text, limit=scoring.lexical_candidates, as_of=as_of,
-                                               context_weight=scoring.lexical_context_weight)
-                   if scoring.lexical_weight else {})
-        whole_graph = scoring.graph_mode == "candidates" or scoring.require_both  # else the graph only ranks
-        ids = set(semantic) | set(lexical)
-        frontiers: list[set[str]] = []
-        asker_id = None
-        if scoring.graph_hops and (scoring.graph_weight or scoring.require_both) and (ids or whole_graph):
-            frontiers, asker_id = self._frontiers(query, as_of)
-            if whole_graph and frontiers:
-                ids.update(self.records.facts_touching(user, list(set().union(*frontiers)), as_of=as_of,
-                                                       limit=_GRAPH_SCAN))
-        valid = {r[_ID]: r for r in self.records.ranking_rows(user, list(ids)) if _holds(r, as_of)}
+        ids = set(semantic)
+        if whole_graph and frontiers:
+            ids.update(self.records.facts_touching(user, list(set().union(*frontiers)), as_of=as_of,
+                                                   limit=_GRAPH_SCAN))
+        rows = self.records.ranking_rows(user, list(ids), rowids=[r for r, _ in words])
+        by_rowid = {r[_ROWID]: r[_ID] for r in rows}
+        lexical = {by_rowid[r]: score for r, score in words if r in by_rowid}
+        valid = {r[_ID]: r for r in rows if _holds(r, as_of)}  # re-checked: Chroma may be behind SQLite
         graph = self._graph_scores(valid, frontiers, scoring, vector, capped=whole_graph)
         for fid in (set(graph) | set(lexical)) - set(semantic):
             if fid in valid:
@@ -302,17 +325,10 @@ class Retriever:
             ranked, older = newer_first(ranked, {i: valid[i][_VECTOR] for i in top},
                                         {i: valid[i][_SUBJECT].casefold() for i in top}, recency,
                                         scoring.newer_first_similarity)
-        ranked = ranked[: scoring.context_limit + _SPARE]
-        facts = self.records.get_facts(user, [s.fact_id for s in ranked])
-        out: list[Fact] = []
-        for s in ranked:
-            f = facts.get(s.fact_id)
-            if f is None or not (f.valid_at(when) if when else f.is_current):  # changed since it was ranked
-                continue
-            out.append(f.with_scores(round(s.score, 6), round(s.semantic, 6), s.graph, lexical=round(s.lexical, 6),
-                                     newer=older.get(s.fact_id)))
-            if len(out) == scoring.context_limit:
-                break
+        # the facts are built from the rows they were ranked by: one read, nothing to check again
+        out = [fact_from_row(valid[s.fact_id]).with_scores(
+                   round(s.score, 6), round(s.semantic, 6), s.graph, lexical=round(s.lexical, 6),
+                   newer=older.get(s.fact_id)) for s in ranked[: scoring.context_limit]]
         entity_ids = [e for f in out for e in (valid[f.id][_SUBJECT_ID], valid[f.id][_OBJECT_ID]) if e]
         return out, list(dict.fromkeys(entity_ids))
 

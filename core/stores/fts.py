@@ -14,6 +14,14 @@ in the episode, the question the reply answers (column ``context``), so "Where d
 Kim's grandmother grow up?" finds "Kim: Gyeongju, near the coast.".
 The returned fact is unchanged; only what it is found by grows.
 
+Beside the words, each row keeps when its fact holds, as the facts table has it
+(unindexed columns ``live`` — 1 while current — ``valid_from`` and ``valid_until``, the
+stored ISO strings): a query ranks only the facts current (or valid at a moment) inside
+the index, without reading a fact row. A user's name can match every one of their facts
+and a retired value ("where does Kim live?") hundreds of its old statements; a fact row is
+~2 kB with its vector. The record store sets them whenever a fact's validity changes
+(:func:`state_sql`), in the same transaction.
+
 User input is always taken literally: :func:`match_expression` keeps only the words of
 the text, each quoted as an FTS5 string, OR-ed together, so ``AND``, ``NEAR``, ``*``,
 ``:``, ``-``, quotes and parentheses are words or nothing, never syntax.
@@ -24,7 +32,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-__all__ = ["STOPWORDS", "TABLE_PREFIX", "create_sql", "index_all_sql", "index_sql", "match_expression", "table_name"]
+__all__ = ["STOPWORDS", "TABLE_PREFIX", "create_sql", "index_all_sql", "index_sql", "match_expression", "rank_sql",
+           "state_sql", "table_name"]
 
 TABLE_PREFIX = "facts_fts_"
 
@@ -70,19 +79,48 @@ def table_name(user_id: str) -> str:
 
 def create_sql(table: str) -> str:
     """The statement that creates one user's lexical index table."""
-    return (f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5("
-            "text, context, tokenize = 'porter unicode61 remove_diacritics 2')")
+    return (f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(text, context, live UNINDEXED, "
+            "valid_from UNINDEXED, valid_until UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')")
+
+
+_INSERT = ("INSERT INTO {table}(rowid, text, context, live, valid_from, valid_until) SELECT f.rowid, {text}, "
+           "{context}, f.valid_until IS NULL AND f.superseded_by IS NULL, f.valid_from, f.valid_until FROM facts f ")
 
 
 def index_all_sql(table: str) -> str:
     """Index every fact of the user (``?`` = user id)."""
-    return (f"INSERT INTO {table}(rowid, text, context) SELECT f.rowid, {_TEXT.format(f='f')}, "
-            f"{_CONTEXT.format(f='f')} FROM facts f WHERE f.user_id = ?")
+    return _INSERT.format(table=table, text=_TEXT.format(f="f"), context=_CONTEXT.format(f="f")) + "WHERE f.user_id = ?"
 
 
 def index_sql(table: str) -> str:
-    """Index the user's facts with these ids (``?`` = user id, ``{ids}`` = the id list)."""
-    return index_all_sql(table) + " AND f.id IN ({ids})"
+    """Index the user's facts with these ids (``?`` = user id, ``{ids}`` = the id list).
+
+    The facts are found by id (``+f.user_id`` keeps SQLite from walking every fact of the
+    user through an index on ``user_id`` instead).
+    """
+    return (_INSERT.format(table=table, text=_TEXT.format(f="f"), context=_CONTEXT.format(f="f"))
+            + "WHERE +f.user_id = ? AND f.id IN ({ids})")
+
+
+def state_sql(table: str) -> str:
+    """Set a row's validity (``live, valid_from, valid_until, rowid``), only where it changed.
+
+    FTS5 rewrites a whole row on any update, so rows whose validity is unchanged (a
+    reinforced fact) are left alone.
+    """
+    return (f"UPDATE {table} SET live = ?1, valid_from = ?2, valid_until = ?3 WHERE rowid = ?4 "
+            "AND (live IS NOT ?1 OR valid_from IS NOT ?2 OR valid_until IS NOT ?3)")
+
+
+def rank_sql(table: str, *, as_of: bool) -> str:
+    """The best current (``as_of``: valid then) matches: ``(rowid, BM25)``, best first, equal scores to the older.
+
+    Parameters: the context column's weight, the match expression, then ``as_of`` twice
+    when asked, then the limit.
+    """
+    when = "valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)" if as_of else "live = 1"
+    return (f"SELECT rowid, -bm25({table}, 1.0, ?) AS s FROM {table} WHERE {table} MATCH ? AND {when} "
+            "ORDER BY s DESC, rowid LIMIT ?")
 
 
 def match_expression(text: str, *, context: bool = True, max_terms: int = 64) -> str | None:

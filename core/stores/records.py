@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ import sqlite_utils
 
 from ..errors import StoreError
 from ..models import Entity, Episode, Fact, Message
+from ..temporal import normalize_name
 
 __all__ = ["RecordStore", "StoredFact", "iso", "SCHEMA_VERSION"]
 
@@ -43,6 +44,10 @@ from .schema import (
 )
 
 _CHUNK = 500  # ids per ``IN (?, …)`` list
+#: Fact columns, then the rowid: rows sorted by :func:`_storage_order` come in one order whatever the plan.
+_ORDERED_FACTS = f"{FACT_COLUMNS}, rowid"
+
+
 class RecordStore:
     """The SQLite system of record. Every method is scoped by ``user_id``."""
 
@@ -55,6 +60,9 @@ class RecordStore:
             self.db.enable_wal()
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            keyless = _lacks_column(conn, "facts", "object_key")  # a folder from before schema version 3
+            if keyless:
+                conn.execute("ALTER TABLE facts ADD COLUMN object_key TEXT")
             conn.executescript(SCHEMA)
         except sqlite3.Error as exc:
             raise StoreError(f"could not open the record store {path}: {exc}") from exc
@@ -64,7 +72,10 @@ class RecordStore:
         if version is not None and int(version) > SCHEMA_VERSION:
             raise StoreError(f"{path} has schema version {version}, newer than this zep-memory "
                              f"({SCHEMA_VERSION}); upgrade zep-memory to open it")
-        if version is not None and int(version) < 2:  # 1 -> 2: the lexical index over existing facts
+        if keyless:
+            with self.transaction():
+                self._fill_object_keys()
+        if version is not None and int(version) < 3:  # 1 -> 2: the lexical index; 2 -> 3: its validity columns
             with self.transaction():
                 self.rebuild_lexical()
         if "extra" not in {c.name for c in self.db["session_messages"].columns}:  # 2 -> 3: adapters' turn data
@@ -113,6 +124,14 @@ class RecordStore:
             chunk = unique[i:i + _CHUNK]
             out += self._rows(sql.replace("{ids}", ",".join("?" * len(chunk))), [*before, *chunk])
         return out
+
+    def _fill_object_keys(self, batch: int = 5000) -> None:
+        """Set ``object_key`` of the facts that have none (a migrated folder), a batch at a time."""
+        while True:
+            rows = self._rows("SELECT rowid, object FROM facts WHERE object_key IS NULL LIMIT ?", [batch])
+            if not rows:
+                return
+            self._many("UPDATE facts SET object_key = ? WHERE rowid = ?", [(normalize_name(o), r) for r, o in rows])
 
     def close(self) -> None:
         """Close the connection."""
@@ -241,12 +260,12 @@ class RecordStore:
             return
         self._unindex([s.fact.id for s in facts])
         self._many(
-            f"INSERT OR REPLACE INTO facts({FACT_COLUMNS}, embedding) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO facts({FACT_COLUMNS}, embedding, object_key) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(f.id, f.user_id, f.episode_id, f.subject, f.predicate, f.object, f.content,
               f.confidence, iso(f.valid_from), iso(f.valid_until), f.superseded_by,
               iso(f.created_at), iso(f.expired_at), json.dumps(list(f.source_message_ids)),
-              s.subject_id, s.object_id, blob(s.embedding))
+              s.subject_id, s.object_id, blob(s.embedding), normalize_name(f.object))
              for s in facts for f in [s.fact]])
         by_user: dict[str, list[str]] = {}
         for s in facts:
@@ -269,17 +288,31 @@ class RecordStore:
         return bool(self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name]))
 
     def update_facts(self, facts: Iterable[Fact]) -> None:
-        """Rewrite the mutable columns of stored facts (supersession, reinforcement)."""
+        """Rewrite the mutable columns of stored facts (supersession, reinforcement).
+
+        The validity their lexical rows keep follows in the same transaction.
+        """
+        facts = list(facts)
+        if not facts:
+            return
         self._many(
             "UPDATE facts SET confidence = ?, valid_from = ?, valid_until = ?, superseded_by = ?, "
             "expired_at = ?, source_message_ids = ? WHERE id = ? AND user_id = ?",
             [(f.confidence, iso(f.valid_from), iso(f.valid_until), f.superseded_by,
               iso(f.expired_at), json.dumps(list(f.source_message_ids)), f.id, f.user_id)
              for f in facts])
+        by_user: dict[str, list[tuple]] = {}
+        for user, rowid, live, valid_from, valid_until in self._rows_in(
+                "SELECT user_id, rowid, valid_until IS NULL AND superseded_by IS NULL, valid_from, valid_until "
+                "FROM facts WHERE id IN ({ids})", [f.id for f in facts]):
+            by_user.setdefault(user, []).append((live, valid_from, valid_until, rowid))
+        for user, rows in by_user.items():
+            if self._has_table(fts.table_name(user)):
+                self._many(fts.state_sql(fts.table_name(user)), rows)
 
     def get_facts(self, user_id: str, ids: Sequence[str]) -> dict[str, Fact]:
         """Facts by id, for one user only."""
-        rows = self._rows_in(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND id IN ({{ids}})", ids, [user_id])
+        rows = self._rows_in(f"SELECT {FACT_COLUMNS} FROM facts WHERE +user_id = ? AND id IN ({{ids}})", ids, [user_id])
         return {row[0]: fact_from_row(row) for row in rows}
 
     def stored_facts(self, ids: Sequence[str]) -> dict[str, StoredFact]:
@@ -304,39 +337,50 @@ class RecordStore:
 
     def fact_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of some facts of one user."""
-        rows = self._rows_in("SELECT id, embedding FROM facts WHERE user_id = ? AND id IN ({ids})", ids, [user_id])
+        rows = self._rows_in("SELECT id, embedding FROM facts WHERE +user_id = ? AND id IN ({ids})", ids, [user_id])
         return {fid: np.frombuffer(blob, dtype=np.float32) for fid, blob in rows}
 
-    def ranking_rows(self, user_id: str, ids: Sequence[str]) -> list[tuple]:
-        """What ranking needs of some facts of one user, as plain values: no records are built.
+    def ranking_rows(self, user_id: str, ids: Sequence[str] = (), *, rowids: Sequence[int] = ()) -> list[tuple]:
+        """Some facts of one user, by id or by rowid, as plain values: what ranking needs, and the fact itself.
 
-        Rows are ``(id, subject, subject_id, object_id, valid_from, valid_until, superseded_by, vector)``
-        with the times as the stored ISO strings (their order is time order) and the vector
-        a read-only float32 array over the stored blob.
+        Rows are the :data:`~zep_core.stores.schema.FACT_COLUMNS`, then the rowid, then the
+        vector (a read-only float32 array over the stored blob); times are the stored ISO
+        strings (their order is time order), so validity is compared without building a
+        record, and :func:`~zep_core.stores.schema.fact_from_row` builds only the facts
+        that make the cut. Each fact is found by its key (``+user_id``: SQLite would
+        otherwise walk every fact of the user through an index on ``user_id``).
         """
-        rows = self._rows_in("SELECT id, subject, subject_id, object_id, valid_from, valid_until, superseded_by, "
-                             "embedding FROM facts WHERE user_id = ? AND id IN ({ids})", ids, [user_id])
-        return [(*r[:7], np.frombuffer(r[7], dtype=np.float32)) for r in rows]
+        select = f"SELECT {FACT_COLUMNS}, rowid, embedding FROM facts WHERE +user_id = ? AND "
+        rows = self._rows_in(select + "id IN ({ids})", ids, [user_id]) if ids else []
+        if rowids:
+            seen = {r[16] for r in rows}
+            rows += self._rows_in(select + "rowid IN ({ids})", [r for r in rowids if r not in seen], [user_id])
+        return [(*r[:17], np.frombuffer(r[17], dtype=np.float32)) for r in rows]
 
     def neighbours(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
                    limit: int = 200) -> set[str]:
         """Entities one hop from ``entity_ids`` over the user's current (or as-of) facts.
 
         The adjacency the graph index holds (an edge per fact with an object entity),
-        read from the record store's own indexes on ``(user_id, subject_id)`` and
-        ``(user_id, object_id)``: one indexed lookup instead of a query to the graph
-        process, and never behind the last write.
+        read from the record store's own indexes: one indexed lookup instead of a query
+        to the graph process, and never behind the last write. Current edges come from
+        the partial indexes ``facts_out`` / ``facts_in`` alone (no fact row is read: the
+        asker of a first-person question may have a thousand facts); as-of edges from
+        ``(user_id, subject_id)`` and ``(user_id, object_id)``.
         """
         if not entity_ids:
             return set()
         marks = ",".join("?" * len(entity_ids))
-        if as_of is None:
-            when, times = "valid_until IS NULL AND superseded_by IS NULL", []
+        if as_of is None:  # the current edges, both ways, from the partial indexes alone
+            when, times = "valid_until IS NULL AND superseded_by IS NULL AND object_id IS NOT NULL", []
+            out, back = "INDEXED BY facts_out", "INDEXED BY facts_in"
         else:
             when, times = "valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)", [as_of, as_of]
-        sql = (f"SELECT object_id FROM facts WHERE user_id = ? AND subject_id IN ({marks}) AND object_id IS NOT NULL "
-               f"AND object_id NOT IN ({marks}) AND {when} UNION SELECT subject_id FROM facts WHERE user_id = ? "
-               f"AND object_id IN ({marks}) AND subject_id NOT IN ({marks}) AND {when} LIMIT ?")
+            out = back = ""
+        sql = (f"SELECT object_id FROM facts {out} WHERE user_id = ? AND subject_id IN ({marks}) "
+               f"AND object_id IS NOT NULL AND object_id NOT IN ({marks}) AND {when} "
+               f"UNION SELECT subject_id FROM facts {back} WHERE user_id = ? AND object_id IN ({marks}) "
+               f"AND subject_id NOT IN ({marks}) AND {when} LIMIT ?")
         ids = list(entity_ids)
         rows = self._rows(sql, [user_id, *ids, *ids, *times, user_id, *ids, *ids, *times, limit])
         return {r[0] for r in rows}
@@ -353,39 +397,60 @@ class RecordStore:
 
     def rule_candidates(self, user_id: str, subject_ids: Sequence[str], *, predicates: Sequence[str],
                         statements: Sequence[str], ids: Sequence[str] = ()) -> list[Fact]:
-        """The current facts the update rules can touch for these subjects, and no others.
+        """The current facts of these subjects a proposed fact can reinforce, end or supersede.
 
-        That is the non-statement facts of the subjects with one of ``predicates`` (the
-        proposed facts' predicates: a rival or a restatement shares the predicate), the
-        statement facts restated word for word (``statements``), ``ids`` (facts an
-        extractor flagged as contradicted), and every fact from a message one of those came
-        from: its quotes retire with it unless another fact of the same message they
-        mention stays (:func:`zep_core.temporal.plan_updates`). A speaker's hundreds of
-        other facts stay unread, so ingestion does not slow down as a user's memory grows.
-
-        Two indexed reads of the subjects' current facts: the first by predicate, object
-        and id; the second by source message, matched as the quoted JSON string in
-        ``source_message_ids`` and checked exactly here.
+        That is the non-statement facts with one of ``predicates`` (the proposed facts'
+        predicates: a rival or a restatement shares the predicate), the statement facts said
+        again (``statements``, matched by ``object_key`` as the rules compare them: "I live in
+        London!" is "i live in london" said again) and ``ids`` (facts an extractor flagged as
+        contradicted). A speaker's hundreds of other facts stay unread, so ingestion does not
+        slow down as a user's memory grows: the read seeks ``facts_rule_keys`` (subject,
+        predicate and object key of the current facts) and the flagged ids, nothing else.
+        The quotes that retire with a retired fact come from :meth:`facts_from_messages`.
         """
         if not subject_ids:
             return []
         wanted = sorted({p.casefold() for p in predicates} - {"statement"})  # compared as the rules compare them
-        where = (f"user_id = ? AND subject_id IN ({','.join('?' * len(subject_ids))}) "
-                 "AND valid_until IS NULL AND superseded_by IS NULL")
-        sql = (f"SELECT {FACT_COLUMNS} FROM facts WHERE {where} AND (lower(predicate) IN "
-               f"({','.join('?' * len(wanted)) or 'NULL'}) OR (predicate = 'statement' AND object IN "
-               f"({','.join('?' * len(statements)) or 'NULL'})) OR id IN ({','.join('?' * len(ids)) or 'NULL'}))")
-        rows = self._rows(sql, [user_id, *subject_ids, *wanted, *statements, *ids])
-        flagged = set(ids)
-        messages = {m for r in rows if r[4].casefold() in wanted or r[0] in flagged for m in json.loads(r[13])}
-        if messages:
-            needles = [json.dumps(m) for m in sorted(messages)]
-            found = {r[0] for r in rows}
-            more = self._rows(f"SELECT {FACT_COLUMNS} FROM facts WHERE {where} AND ("
-                              + " OR ".join(["instr(source_message_ids, ?) > 0"] * len(needles)) + ")",
-                              [user_id, *subject_ids, *needles])
-            rows += [r for r in more if r[0] not in found and messages & set(json.loads(r[13]))]
-        return [fact_from_row(r) for r in rows]
+        marks = ",".join("?" * len(subject_ids))
+        where = f"user_id = ? AND subject_id IN ({marks}) AND valid_until IS NULL AND superseded_by IS NULL"
+        parts: list[tuple[str, list[Any]]] = []
+        keys = sorted({normalize_name(o) for o in statements})  # as the rules compare them
+        if wanted:
+            parts.append((f"SELECT {_ORDERED_FACTS} FROM facts INDEXED BY facts_rule_keys WHERE {where} "
+                          f"AND lower(predicate) IN ({','.join('?' * len(wanted))})", [user_id, *subject_ids, *wanted]))
+        if keys:  # lower() as the index has it; the rules' own test is the exact predicate
+            parts.append((f"SELECT {_ORDERED_FACTS} FROM facts INDEXED BY facts_rule_keys WHERE {where} "
+                          f"AND lower(predicate) = 'statement' AND predicate = 'statement' "
+                          f"AND object_key IN ({','.join('?' * len(keys))})", [user_id, *subject_ids, *keys]))
+        if ids:
+            parts.append((f"SELECT {_ORDERED_FACTS} FROM facts WHERE id IN ({','.join('?' * len(ids))}) "
+                          f"AND +user_id = ? AND +subject_id IN ({marks}) AND valid_until IS NULL "
+                          "AND superseded_by IS NULL", [*ids, user_id, *subject_ids]))
+        if not parts:
+            return []
+        rows = self._rows(" UNION ALL ".join(q for q, _ in parts), [p for _, ps in parts for p in ps])
+        return [fact_from_row(r) for r in sorted({r[0]: r for r in rows}.values(), key=_storage_order)]
+
+    def facts_from_messages(self, user_id: str, subject_ids: Sequence[str], message_ids: Collection[str], *,
+                            exclude: Collection[str] = ()) -> list[Fact]:
+        """The current facts of these subjects drawn from any of ``message_ids`` (``exclude`` left out).
+
+        When the update rules retire a fact, the quote of its message retires with it
+        unless another fact of that message stays (:func:`zep_core.temporal.plan_updates`):
+        these are the quotes and their sibling facts. The subjects' entries of
+        ``facts_sources`` (their source message lists, no fact row) are scanned for the
+        quoted message ids, checked exactly here; only the rows that answer are read.
+        """
+        if not subject_ids or not message_ids:
+            return []
+        needles = [json.dumps(m) for m in sorted(message_ids)]
+        wanted = set(message_ids)
+        rows = self._rows(
+            f"SELECT {_ORDERED_FACTS} FROM facts INDEXED BY facts_sources WHERE user_id = ? AND subject_id IN "
+            f"({','.join('?' * len(subject_ids))}) AND valid_until IS NULL AND superseded_by IS NULL AND ("
+            + " OR ".join(["instr(source_message_ids, ?) > 0"] * len(needles)) + ")", [user_id, *subject_ids, *needles])
+        return [fact_from_row(r) for r in sorted(rows, key=_storage_order)
+                if r[0] not in exclude and wanted & set(json.loads(r[13]))]
 
     def facts_touching(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
                        among: Iterable[str] | None = None, limit: int = 20_000) -> list[str]:
@@ -408,7 +473,7 @@ class RecordStore:
             if not ids:
                 return []
             rows = self._rows_in(
-                f"SELECT id FROM facts WHERE user_id = ? AND {when} AND (subject_id IN ({marks}) "
+                f"SELECT id FROM facts WHERE +user_id = ? AND {when} AND (subject_id IN ({marks}) "
                 f"OR object_id IN ({marks})) AND id IN ({{ids}})", ids, [user_id, *params, *entity_ids, *entity_ids])
             return [r[0] for r in rows]
         sql = (f"SELECT id FROM facts WHERE user_id = ? AND subject_id IN ({marks}) AND {when} "
@@ -454,32 +519,38 @@ class RecordStore:
         order = [i for i in np.argsort(-np.where(finite, scores, -np.inf), kind="stable")[:k] if finite[i]]
         return [(rows[i][0], float(scores[i])) for i in order]
 
-    def lexical_search(self, user_id: str, text: str, *, limit: int, as_of: str | None = None,
-                       context_weight: float = 1.0) -> dict[str, float]:
-        """BM25 scores (higher is better) of the user's current (or as-of) facts matching the words of ``text``.
+    def lexical_ranking(self, user_id: str, text: str, *, limit: int, as_of: str | None = None,
+                        context_weight: float = 1.0) -> list[tuple[int, float]]:
+        """The user's best ``limit`` current (or as-of) facts by the words of ``text``: ``(rowid, BM25)``, best first.
 
         The words are taken literally (:func:`~zep_core.stores.fts.match_expression`) and
         looked up in the user's own index table only. The message before a fact counts
-        ``context_weight`` times the fact's own words (0: not looked up).
+        ``context_weight`` times the fact's own words (0: not looked up). The index table
+        keeps each fact's validity, so it ranks the valid matches on its own, no fact row
+        read. Equal scores go to the older row.
         """
         query = fts.match_expression(text, context=context_weight > 0)
         table = fts.table_name(user_id)
-        if query is None:
-            return {}
-        if as_of is None:
-            when, params = "f.valid_until IS NULL AND f.superseded_by IS NULL", []
-        else:
-            when, params = "f.valid_from <= ? AND (f.valid_until IS NULL OR f.valid_until > ?)", [as_of, as_of]
-        sql = (f"SELECT f.id, -bm25({table}, 1.0, ?) AS s FROM {table} JOIN facts f ON f.rowid = {table}.rowid "
-               f"WHERE {table} MATCH ? AND f.user_id = ? AND {when} ORDER BY s DESC LIMIT ?")
+        if query is None or limit <= 0:
+            return []
+        times = [as_of, as_of] if as_of is not None else []
         with self._lock:
             try:
-                rows = self.db.execute(sql, [float(context_weight), query, user_id, *params, limit]).fetchall()
+                rows = self.db.execute(fts.rank_sql(table, as_of=as_of is not None),
+                                       [float(context_weight), query, *times, limit]).fetchall()
             except sqlite3.OperationalError as exc:
                 if f"no such table: {table}" in str(exc):
-                    return {}  # the user has no facts yet
+                    return []  # the user has no facts yet
                 raise StoreError(f"SQLite read failed in {self.path}: {exc}") from exc
-        return {fid: float(s) for fid, s in rows}
+        return [(rowid, float(score)) for rowid, score in rows]
+
+    def lexical_search(self, user_id: str, text: str, *, limit: int, as_of: str | None = None,
+                       context_weight: float = 1.0) -> dict[str, float]:
+        """:meth:`lexical_ranking` by fact id: BM25 scores (higher is better), best first."""
+        ranked = self.lexical_ranking(user_id, text, limit=limit, as_of=as_of, context_weight=context_weight)
+        ids = dict(self._rows_in("SELECT rowid, id FROM facts WHERE +user_id = ? AND rowid IN ({ids})",
+                                 [r for r, _ in ranked], [user_id]))
+        return {ids[rowid]: score for rowid, score in ranked if rowid in ids}
 
     def _lexical_tables(self) -> set[str]:
         return {r[0] for r in self._rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
@@ -496,9 +567,14 @@ class RecordStore:
         return self._rows("SELECT count(*) FROM facts")[0][0]
 
     def lexical_problems(self, user_id: str | None = None) -> dict[str, list[str]]:
-        """Facts missing from their lexical index, index rows with no fact, and indexes of no user."""
+        """What is wrong with the lexical index.
+
+        Facts missing from it, rows whose validity differs from their fact's, rows with no
+        fact, and indexes of no user.
+        """
         users = [user_id] if user_id is not None else [r[0] for r in self._rows("SELECT DISTINCT user_id FROM facts")]
         missing: list[str] = []
+        stale: list[str] = []
         orphans: list[str] = []
         for user in users:
             table = fts.table_name(user)
@@ -508,10 +584,14 @@ class RecordStore:
             missing += [r[0] for r in self._rows(
                 f"SELECT id FROM facts f WHERE user_id = ? AND NOT EXISTS "
                 f"(SELECT 1 FROM {table} x WHERE x.rowid = f.rowid)", [user])]
+            stale += [r[0] for r in self._rows(
+                f"SELECT f.id FROM facts f JOIN {table} x ON x.rowid = f.rowid WHERE f.user_id = ? AND "
+                "(x.live IS NOT (f.valid_until IS NULL AND f.superseded_by IS NULL) "
+                "OR x.valid_from IS NOT f.valid_from OR x.valid_until IS NOT f.valid_until)", [user])]
             orphans += [f"{user}: rowid {r[0]}" for r in self._rows(
                 f"SELECT x.rowid FROM {table} x WHERE NOT EXISTS "
                 f"(SELECT 1 FROM facts f WHERE f.rowid = x.rowid AND f.user_id = ?)", [user])]
-        found = {"lexical_missing": missing, "lexical_orphans": orphans}
+        found = {"lexical_missing": missing, "lexical_validity_differs": stale, "lexical_orphans": orphans}
         if user_id is None:
             found["lexical_index_of_no_user"] = sorted(self._lexical_tables() - {fts.table_name(u) for u in users})
         return {k: v for k, v in found.items() if v}
@@ -557,11 +637,11 @@ class RecordStore:
     def get_entities(self, user_id: str, ids: Sequence[str]) -> dict[str, Entity]:
         """Entities by id, with their aliases, for one user only."""
         aliases: dict[str, list[str]] = {}
-        for alias, eid in self._rows_in("SELECT alias, entity_id FROM aliases WHERE user_id = ? "
+        for alias, eid in self._rows_in("SELECT alias, entity_id FROM aliases WHERE +user_id = ? "
                                         "AND entity_id IN ({ids})", ids, [user_id]):
             aliases.setdefault(eid, []).append(alias)
         rows = self._rows_in("SELECT id, user_id, name, entity_type, summary, fact_count, last_updated FROM entities "
-                             "WHERE user_id = ? AND id IN ({ids})", ids, [user_id])
+                             "WHERE +user_id = ? AND id IN ({ids})", ids, [user_id])
         return {row[0]: entity_from_row(row, sorted(aliases.get(row[0], ()))) for row in rows}
 
     def entity_rows(self, ids: Sequence[str]) -> list[tuple[Entity, np.ndarray]]:
@@ -766,6 +846,17 @@ class RecordStore:
         """Row counts of the main tables."""
         return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0]
                 for t in ("episodes", "messages", "facts", "entities", "outbox", "session_messages")}
+
+
+def _lacks_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    """Whether ``table`` exists without ``column`` (a folder an older version made)."""
+    columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+    return bool(columns) and column not in columns
+
+
+def _storage_order(row: Sequence[Any]) -> tuple[str, int]:
+    """A fact row (:data:`FACT_COLUMNS` then ``rowid``) ordered by subject id, then as stored."""
+    return row[14], row[-1]
 
 
 def _extra_text(message: Message) -> str | None:

@@ -22,9 +22,23 @@ __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "StoredFact", "blob", "en
 
 #: Bumped whenever a table changes; a folder from a newer version is refused, an older
 #: one is migrated on open. 2: the lexical index ``facts_fts`` (:mod:`zep_core.stores.fts`).
+#: 3: each lexical row keeps its fact's validity (rebuilt from the facts on open); ``facts.object_key``.
 #: Tables that older versions simply never read (``outbox_quarantine``) and new values of
 #: ``episodes.status`` (``failed``) need no bump: an older version opens the folder as before.
-SCHEMA_VERSION = 2
+#: Nor do new indexes (``CREATE INDEX IF NOT EXISTS`` builds them on the first open; SQLite
+#: keeps them up to date whichever version writes).
+#:
+#: ``facts.object_key`` is the object as the update rules compare it
+#: (:func:`~zep_core.temporal.normalize_name`), so a statement said again with another case or
+#: punctuation is found by key. Folders from before it get the column and its values on open.
+#:
+#: The partial indexes over *current* facts (``facts_rule_keys``, ``facts_sources``, ``facts_out``,
+#: ``facts_in``) serve the two hot paths without reading a fact row (~2 kB with its vector):
+#: the update rules' candidates (:meth:`RecordStore.rule_candidates`) and the hop to
+#: neighbouring entities (:meth:`RecordStore.neighbours`). The queries name them with
+#: ``INDEXED BY``: the planner otherwise walks every current fact of a speaker through
+#: ``facts_subject`` (bench/findings.md has the cost at 100k facts).
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,11 +60,20 @@ CREATE TABLE IF NOT EXISTS facts (
     valid_from TEXT NOT NULL, valid_until TEXT, superseded_by TEXT,
     created_at TEXT, expired_at TEXT, source_message_ids TEXT NOT NULL,
     subject_id TEXT NOT NULL, object_id TEXT, embedding BLOB NOT NULL,
+    object_key TEXT,
     CHECK (valid_until IS NULL OR valid_from <= valid_until),
     CHECK (confidence >= 0 AND confidence <= 1));
 CREATE INDEX IF NOT EXISTS facts_subject ON facts(user_id, subject_id, valid_until);
 CREATE INDEX IF NOT EXISTS facts_object ON facts(user_id, object_id, valid_until);
 CREATE INDEX IF NOT EXISTS facts_predicate ON facts(user_id, predicate);
+CREATE INDEX IF NOT EXISTS facts_rule_keys ON facts(user_id, subject_id, lower(predicate), object_key)
+    WHERE valid_until IS NULL AND superseded_by IS NULL;
+CREATE INDEX IF NOT EXISTS facts_sources ON facts(user_id, subject_id, source_message_ids)
+    WHERE valid_until IS NULL AND superseded_by IS NULL;
+CREATE INDEX IF NOT EXISTS facts_out ON facts(user_id, subject_id, object_id)
+    WHERE valid_until IS NULL AND superseded_by IS NULL AND object_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS facts_in ON facts(user_id, object_id, subject_id)
+    WHERE valid_until IS NULL AND superseded_by IS NULL AND object_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS entities (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL,
     entity_type TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '',

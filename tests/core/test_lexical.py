@@ -8,7 +8,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from zep_core import Memory, MemoryConfig, Message
-from zep_core.stores.fts import match_expression
+from zep_core.stores.fts import match_expression, table_name
+from zep_core.stores.records import iso
+from zep_core.stores.schema import SCHEMA_VERSION
 
 from tests.stores.state import lexical_index, lexical_tables
 
@@ -101,18 +103,50 @@ def test_the_index_follows_reinforcement_forget_user_and_import(make_memory, tmp
     talk(memory, "a", ("Kim", "I live in Busan."), session="s2")  # the same fact again: reinforced, one row
     talk(memory, "b", ("Bo", "I collect vintage typewriters."))
     index = in_step(memory)
-    assert sum("Kim lives in Busan." in text for _, text, _ in index.values()) == 1
+    assert sum("Kim lives in Busan." in row[1] for row in index.values()) == 1
     path = tmp_path / "b.jsonl"
     with path.open("w") as out:
         memory.export_user("b", out)
     memory.forget_user("b")
-    assert {owner for owner, _, _ in lexical_index(memory).values()} == {"a"}
+    assert {row[0] for row in lexical_index(memory).values()} == {"a"}
     assert memory.get_context("typewriters", user_id="a", threshold=0.99) == []
     in_step(memory)
     with path.open() as src:
         memory.import_user(src)  # back, written as exported, without extraction
     found = memory.get_context("typewriters", user_id="b", threshold=0.99)
     assert contents(found) == ["Bo: I collect vintage typewriters."] and found[0].lexical_score > 0
+    in_step(memory)
+
+
+def _plain_lexical(memory, user, text, limit, as_of=None):
+    """The lexical ranking as a plain join of the index with the facts table: the oracle of the fast one."""
+    records = memory._stores.records
+    table, query = table_name(user), match_expression(text)
+    when, times = (("f.valid_until IS NULL AND f.superseded_by IS NULL", []) if as_of is None else
+                   ("f.valid_from <= ? AND (f.valid_until IS NULL OR f.valid_until > ?)", [iso(as_of)] * 2))
+    rows = records.db.execute(
+        f"SELECT f.id, -bm25({table}, 1.0, 1.0) AS s FROM {table} JOIN facts f ON f.rowid = {table}.rowid "
+        f"WHERE {table} MATCH ? AND f.user_id = ? AND {when} ORDER BY s DESC, f.rowid LIMIT ?",
+        [query, user, *times, limit]).fetchall()
+    return {fid: score for fid, score in rows}
+
+
+def test_the_lexical_ranking_holds_only_valid_facts_however_many_are_retired(memory):
+    """Thirty moves: every old "I moved to …" still matches the words, and only the facts valid then may rank."""
+    cities = [f"{a}{b}ville" for a, b in zip("BCDFGHJKLMNPRSTV" * 2, "aeiou" * 6)][:30]
+    for i, city in enumerate(cities):
+        talk(memory, "u", ("Kim", f"I moved to {city}."), ("Kim", f"I love the bakeries in {city}."),
+             session=f"s{i}", at=T0 + timedelta(days=10 * i))
+    records = memory._stores.records
+    text = "Which town did Kim move to, and the bakeries?"
+    for as_of in (None, T0 + timedelta(days=45), T0 + timedelta(days=1000)):
+        for limit in (1, 5, 50):
+            got = records.lexical_search("u", text, limit=limit, as_of=iso(as_of) if as_of else None)
+            assert got == pytest.approx(_plain_lexical(memory, "u", text, limit, as_of))
+            assert len(got) == min(limit, len(_plain_lexical(memory, "u", text, 10_000, as_of)))
+    now = records.lexical_search("u", "moved", limit=50)
+    facts = records.get_facts("u", list(now))
+    assert now and all(cities[-1] in facts[i].content for i in now)  # the old towns' statements retired with them
     in_step(memory)
 
 
@@ -162,14 +196,19 @@ def test_multi_valued_facts_stay_current(memory, first, second):
     assert len([f for f in memory.facts("u") if not f.is_current]) == 0
 
 
-def test_a_version_1_folder_gets_the_index_on_open(tmp_path, embedder):
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_folder_gets_the_index_on_open(tmp_path, embedder, version):
     data = tmp_path / "data"
     with Memory(MemoryConfig(data_dir=data, embedder=embedder)) as memory:
         talk(memory, "u", ("Kim", "I keep bees on the roof."), ("Kim", "I live in Busan."))
-    db = sqlite3.connect(data / "zep.db")  # make it the folder an older zep-memory left: no lexical index
+        talk(memory, "u", ("Kim", "I moved to Daegu."), session="s1b", at=T0 + timedelta(days=30))
+    db = sqlite3.connect(data / "zep.db")  # make it the folder an older zep-memory left
     for table in lexical_tables(db):
         db.execute(f"DROP TABLE {table}")
-    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+        if version == 2:  # words only, no validity: Busan's statements still look current there
+            db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(text, context)")
+            db.execute(f"INSERT INTO {table}(rowid, text, context) SELECT rowid, content, '' FROM facts")
+    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
     db.commit()
     db.close()
     with Memory(MemoryConfig(data_dir=data, embedder=embedder)) as memory:
@@ -177,8 +216,9 @@ def test_a_version_1_folder_gets_the_index_on_open(tmp_path, embedder):
         assert contents(found) == ["Kim: I keep bees on the roof."] and found[0].lexical_score > 0
         assert len(lexical_index(memory)) == len(memory.facts("u"))
         assert memory.check_consistency() == {}
+        assert "Busan" not in " ".join(contents(memory.get_context("Busan", user_id="u", threshold=0.99)))
         talk(memory, "u", ("Kim", "I keep goats too."), session="s2")
         assert "Kim: I keep goats too." in contents(memory.get_context("goats", user_id="u", threshold=0.99))
     db = sqlite3.connect(data / "zep.db")
-    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
     db.close()

@@ -1,0 +1,99 @@
+"""The update rules read only the facts they can touch, and decide as if they had read them all.
+
+``Ingestor._plan`` reads a subject's facts with the proposed predicates, the statements
+said again word for word and the flagged ids, and, only when something retires, the
+facts of the same messages (the quotes that retire with it, and the facts that keep a
+quote current). The oracle here is the rules over every current fact of the subjects:
+each episode's plan must be the same.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime, timedelta, timezone
+
+from zep_core import Message
+from zep_core.temporal import normalize_name, plan_updates
+
+from bench.synth import episodes, make_users
+
+UTC = timezone.utc
+
+
+def _summary(plan):
+    return (sorted(f.id for f in plan.added), sorted(f.id for f in plan.reinforced),
+            sorted((f.id, f.valid_until, f.superseded_by, f.source_message_ids) for f in plan.superseded),
+            sorted((d.fact.content, d.conflicting_fact_id) for d in plan.discarded))
+
+
+def _compared(memory):
+    """Wrap the memory's planner: every plan is checked against the rules over all current facts of the subjects."""
+    ingestor, records = memory._ingest, memory._stores.records
+    plan = ingestor._plan
+    checked = []
+
+    def checking(user, subjects, proposals, contradicted, now):
+        got = plan(user, subjects, proposals, contradicted, now)
+        everything = records.current_facts_about(user, subjects, limit=1_000_000)
+        want = plan_updates(everything, proposals, single_valued=memory.config.single_valued_predicates,
+                            contradicted=contradicted, now=now)
+        assert _summary(got) == _summary(want), [f.content for f in proposals]
+        checked.append(bool(want.superseded))
+        return got
+
+    ingestor._plan = checking
+    return checked
+
+
+def test_a_stream_of_moves_job_changes_and_likes_plans_as_over_everything(make_memory):
+    memory = make_memory()
+    checked = _compared(memory)
+    users = make_users(3, seed=4)
+    for user, session, msgs in itertools.islice(episodes(users, seed=4), 150):
+        memory.conversation_end(session, msgs, user_id=user.id)
+    memory.conversation_end_many([{"session_id": s, "user_id": u.id, "messages": m}
+                                  for u, s, m in itertools.islice(episodes(users, seed=9), 60)], batch_size=16)
+    assert len(checked) >= 200 and sum(checked) >= 10  # episodes that retired facts were among them
+
+
+def test_quotes_retire_only_when_every_fact_of_their_message_has(make_memory):
+    memory = make_memory()
+    checked = _compared(memory)
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    said = [("I live in London and I work at Initech.", 0), ("I work at Globex now.", 30),
+            ("I like jazz and I live in London.", 40), ("I moved to Paris.", 60),
+            ("I no longer work at Globex.", 90), ("I live in Paris and I like jazz.", 100)]
+    for n, (text, days) in enumerate(said):
+        memory.conversation_end(f"s{n}", [Message(text, name="Dana", timestamp=t0 + timedelta(days=days))],
+                                user_id="dana")
+    assert len(checked) == len(said) and sum(checked) >= 3
+    current = {f.content for f in memory.facts("dana") if f.is_current}
+    assert "Dana: I live in London and I work at Initech." not in current  # both of its facts are gone
+    assert any("Paris" in c for c in current) and not any("London" in c for c in current)
+
+
+def test_a_folder_from_before_the_object_key_gets_it_on_open(make_memory, tmp_path):
+    import sqlite3
+
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    data = tmp_path / "old"
+    memory = make_memory(data)
+    memory.conversation_end("s1", [Message("I live in London and I work at Initech.", name="Dana", timestamp=t0)],
+                           user_id="dana")
+    memory.close()
+    db = sqlite3.connect(data / "zep.db")  # the facts table as schema version 2 had it
+    db.execute("DROP INDEX facts_rule_keys")
+    db.execute("ALTER TABLE facts DROP COLUMN object_key")
+    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+
+    memory = make_memory(data)
+    checked = _compared(memory)
+    keys = memory._stores.records.db.execute("SELECT object, object_key FROM facts").fetchall()
+    assert keys and all(key == normalize_name(obj) for obj, key in keys)
+    memory.conversation_end("s2", [Message("I live in London!", name="Dana", timestamp=t0 + timedelta(days=3))],
+                            user_id="dana")
+    assert checked == [False]
+    quotes = [f for f in memory.facts("dana") if f.predicate == "statement" and "London" in f.content]
+    assert len([f for f in quotes if normalize_name(f.object) == "i live in london"]) == 1  # said again: reinforced
