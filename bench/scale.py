@@ -8,7 +8,8 @@ data folder grows through the sizes; at each size we measure:
   they are in all three stores (``conversation_end`` calls, then one ``flush``: the
   background indexer batches across episodes), and the latency of one episode until all
   three stores hold it (``conversation_end`` + ``flush`` per episode), p50/p95/p99;
-* **bulk ingest** (``conversation_end_many``) of another sample, timed until all three
+* **bulk ingest** (``conversation_end_many``) of another sample, sent in one call of
+  batches of 256 as an import sends a file, timed until all three
   stores hold it, against the **embedder's own throughput**: the very texts the ingest
   embedded, in the same calls (same batches), embedded again on their own in the same
   run. ``ratio_to_embedder`` is ingest texts/s over embedder texts/s (1.0: the stores
@@ -42,8 +43,12 @@ __all__ = ["FULL_SIZES", "QUICK_SIZES", "run"]
 
 FULL_SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (1_000, 10_000)
-#: Episodes per ``conversation_end_many`` batch (its default).
+#: Episodes per ``conversation_end_many`` batch (its default). A timed sample is one call of
+#: several batches, as ``zep-memory ingest`` and ``import`` send a file: the rules and SQLite per
+#: batch, Chroma and Kùzu once per call.
 BULK_BATCH = 256
+#: Episodes per call while loading a size.
+LOAD_CALL = 4096
 
 
 class RecordingEmbedder:
@@ -114,11 +119,11 @@ class _Loader:
         if embedder is not None:
             embedder.calls = []
         while (self.episodes - eps0 < episodes) if episodes is not None else (self.facts < (until_facts or 0)):
-            if episodes is not None:
-                n = min(BULK_BATCH, episodes - (self.episodes - eps0))
-            else:
+            if episodes is not None:  # the sample in one call, as an import sends it
+                n = episodes - (self.episodes - eps0)
+            else:  # the load in calls of a few thousand episodes, re-aimed at the target after each
                 per_episode = self.facts / self.episodes if self.episodes else 2.3
-                n = max(1, min(BULK_BATCH, int((until_facts - self.facts) / per_episode) + 1))
+                n = max(1, min(LOAD_CALL, int((until_facts - self.facts) / per_episode) + 1))
             batch = [{"session_id": s, "user_id": u.id, "messages": m} for u, s, m in itertools.islice(self.stream, n)]
             self._count(self.memory.conversation_end_many(batch, batch_size=BULK_BATCH))
         self.memory.flush()
