@@ -83,13 +83,16 @@ def create_sql(table: str) -> str:
             "valid_from UNINDEXED, valid_until UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')")
 
 
-_INSERT = ("INSERT INTO {table}(rowid, text, context, live, valid_from, valid_until) SELECT f.rowid, {text}, "
-           "{context}, f.valid_until IS NULL AND f.superseded_by IS NULL, f.valid_from, f.valid_until FROM facts f ")
+def _insert(table: str) -> str:
+    """The start of a statement that indexes the facts ``f`` it selects (their words and validity)."""
+    return (f"INSERT INTO {table}(rowid, text, context, live, valid_from, valid_until) SELECT f.rowid, "
+            f"{_TEXT.format(f='f')}, {_CONTEXT.format(f='f')}, f.valid_until IS NULL AND f.superseded_by IS NULL, "
+            "f.valid_from, f.valid_until FROM facts f ")
 
 
 def index_all_sql(table: str) -> str:
     """Index every fact of the user (``?`` = user id)."""
-    return _INSERT.format(table=table, text=_TEXT.format(f="f"), context=_CONTEXT.format(f="f")) + "WHERE f.user_id = ?"
+    return _insert(table) + "WHERE f.user_id = ?"
 
 
 def index_sql(table: str) -> str:
@@ -98,8 +101,7 @@ def index_sql(table: str) -> str:
     The facts are found by id (``+f.user_id`` keeps SQLite from walking every fact of the
     user through an index on ``user_id`` instead).
     """
-    return (_INSERT.format(table=table, text=_TEXT.format(f="f"), context=_CONTEXT.format(f="f"))
-            + "WHERE +f.user_id = ? AND f.id IN ({ids})")
+    return _insert(table) + "WHERE +f.user_id = ? AND f.id IN ({ids})"
 
 
 def state_sql(table: str) -> str:

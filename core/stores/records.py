@@ -301,11 +301,12 @@ class RecordStore:
             [(f.confidence, iso(f.valid_from), iso(f.valid_until), f.superseded_by,
               iso(f.expired_at), json.dumps(list(f.source_message_ids)), f.id, f.user_id)
              for f in facts])
+        rowids = dict(self._rows_in("SELECT id, rowid FROM facts WHERE id IN ({ids})", [f.id for f in facts]))
         by_user: dict[str, list[tuple]] = {}
-        for user, rowid, live, valid_from, valid_until in self._rows_in(
-                "SELECT user_id, rowid, valid_until IS NULL AND superseded_by IS NULL, valid_from, valid_until "
-                "FROM facts WHERE id IN ({ids})", [f.id for f in facts]):
-            by_user.setdefault(user, []).append((live, valid_from, valid_until, rowid))
+        for f in facts:
+            if f.id in rowids:
+                by_user.setdefault(f.user_id, []).append((int(f.is_current), iso(f.valid_from), iso(f.valid_until),
+                                                          rowids[f.id]))
         for user, rows in by_user.items():
             if self._has_table(fts.table_name(user)):
                 self._many(fts.state_sql(fts.table_name(user)), rows)
