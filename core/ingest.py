@@ -194,7 +194,8 @@ class Ingestor:
             current = None if fresh else self.records.get_episode(episode.id)
             if current is not None and current.status != "pending":  # finished while this call waited
                 return IngestResult(episode_id=episode.id, status="duplicate")
-            return self._process(episode, now)
+            with self.sync.writing():
+                return self._process(episode, now)
         finally:
             with self._flight_lock:
                 self._in_flight.discard(episode.id)
