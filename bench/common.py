@@ -57,16 +57,52 @@ def percentiles(values: Sequence[float], points: Iterable[int] = (50, 95, 99)) -
 
 
 def rss_mb() -> dict[str, float]:
-    """Resident memory of this process now and at its peak, in MiB (Linux ``/proc``)."""
-    out = {"rss_mb": float("nan"), "peak_rss_mb": float("nan")}
+    """Resident memory of this process and every process under it, now and at each one's peak, in MiB.
+
+    The memory's Chroma client runs in a child (``chroma_process``), forked from
+    multiprocessing's fork server, so the tree is summed: ``rss_mb`` counts pages the
+    processes share once per process (an upper bound), ``pss_mb`` shares them out (what
+    the tree costs the machine). Linux ``/proc`` only.
+    """
+    out = {"rss_mb": float("nan"), "peak_rss_mb": float("nan"), "pss_mb": float("nan"), "processes": 0}
+    pids = [os.getpid(), *_descendants(os.getpid())]
+    rss = peak = pss = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    rss += int(line.split()[1])
+                elif line.startswith("VmHWM:"):
+                    peak += int(line.split()[1])
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    pss += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+        out["processes"] += 1
+    if out["processes"]:
+        out.update(rss_mb=round(rss / 1024, 1), peak_rss_mb=round(peak / 1024, 1), pss_mb=round(pss / 1024, 1))
+    return out
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live process under ``pid`` (children, their children, ...), from ``/proc/*/stat``."""
+    parent_of: dict[int, int] = {}
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                out["rss_mb"] = round(int(line.split()[1]) / 1024, 1)
-            elif line.startswith("VmHWM:"):
-                out["peak_rss_mb"] = round(int(line.split()[1]) / 1024, 1)
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                    parent_of[int(entry)] = int(stat[stat.rindex(")") + 2:].split()[1])
+                except (OSError, ValueError, IndexError):
+                    pass
     except OSError:
-        pass
+        return []
+    out, frontier = [], [pid]
+    while frontier:
+        kids = [child for child, parent in parent_of.items() if parent in frontier]
+        out += kids
+        frontier = kids
     return out
 
 

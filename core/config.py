@@ -182,6 +182,10 @@ class StorageSettings:
         busy_timeout_ms: SQLite busy timeout.
         graph_buffer_pool_mb: Kùzu buffer pool size.
         chroma_url: use a Chroma server (``chroma run``) instead of the embedded client.
+        chroma_process: run the embedded Chroma client in a child process (default, where
+            the platform has multiprocessing's fork server), so that its writes, which hold
+            the interpreter lock throughout, do not stall the rest of the process; False
+            runs it in this process.
         on_embedder_mismatch: ``error`` (default) or ``reembed`` when the data folder was
             built with another embedder.
         index_writes: ``background`` (default): ``conversation_end`` returns once SQLite has
@@ -203,6 +207,7 @@ class StorageSettings:
     busy_timeout_ms: int = 5_000
     graph_buffer_pool_mb: int = 256
     chroma_url: str | None = None
+    chroma_process: bool = True
     on_embedder_mismatch: Literal["error", "reembed"] = "error"
     index_writes: Literal["background", "sync"] = "background"
     on_missing_index: Literal["rebuild", "error", "ignore"] = "rebuild"
@@ -215,6 +220,8 @@ class StorageSettings:
         if self.on_embedder_mismatch not in ("error", "reembed"):
             raise ConfigError("on_embedder_mismatch must be 'error' or 'reembed'")
         _check_optional_strings(self, "chroma_url")
+        if not isinstance(self.chroma_process, bool):
+            raise ConfigError(f"chroma_process must be True or False, got {self.chroma_process!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -350,7 +357,8 @@ class MemoryConfig:
             ``lexical_weight``, ``lexical_candidates``, ``lexical_context_weight``, ``rrf_k``,
             ``graph_mode``, ``asker_weight``, ``newer_first_similarity``.
         storage: :class:`StorageSettings`: ``busy_timeout_ms``, ``graph_buffer_pool_mb``,
-            ``chroma_url``, ``on_embedder_mismatch``, ``index_writes``, ``on_missing_index``.
+            ``chroma_url``, ``chroma_process``, ``on_embedder_mismatch``, ``index_writes``,
+            ``on_missing_index``.
         limits: :class:`LimitSettings`: ``max_message_chars``, ``max_messages_per_episode``,
             ``max_facts_per_episode``, ``strict_timezones``, ``max_extraction_attempts``.
         providers: :class:`ProviderSettings`: ``embedding_provider``, ``extractor_provider``,

@@ -91,7 +91,6 @@ def open_stores(config: MemoryConfig) -> Stores:
 
     """
     from .graph import KuzuGraphIndex
-    from .vectors import ChromaVectorIndex
 
     root = config.data_path
     try:
@@ -111,7 +110,7 @@ def open_stores(config: MemoryConfig) -> Stores:
         opened.append(records)
         if lock.unclean_since is not None and not config.chroma_url:
             _check_chroma_files(records, root, lock.unclean_since)
-        vectors = ChromaVectorIndex(root / "chroma", url=config.chroma_url)
+        vectors = _open_vectors(root / "chroma", config)
         opened.append(vectors)
         graph = KuzuGraphIndex(root / "graph", buffer_pool_mb=config.graph_buffer_pool_mb)
     except BaseException:
@@ -119,6 +118,16 @@ def open_stores(config: MemoryConfig) -> Stores:
         lock.release(clean=lock.unclean_since is None)  # a crash not yet recovered from stays one
         raise
     return Stores(records, vectors, graph, lock)
+
+
+def _open_vectors(path: Path, config: MemoryConfig) -> VectorIndex:
+    """The vector index: a Chroma server, or the embedded client (in a child process where it can be)."""
+    from . import vector_process
+    from .vectors import ChromaVectorIndex
+
+    if config.chroma_url or not config.chroma_process or not vector_process.available():
+        return ChromaVectorIndex(path, url=config.chroma_url)
+    return vector_process.ChromaProcess(path)
 
 
 #: What an open writes to, relative to the data folder (those that exist are checked).
@@ -150,8 +159,12 @@ def _check_chroma_files(records: RecordStore, root: Path, since: float) -> None:
     rebuild from SQLite is recorded as pending, to run once the stores are open.
     """
     from .chroma_check import chroma_loads
+    from .vector_process import wait_for_owner
 
     chroma_dir = root / "chroma"
+    if not wait_for_owner(chroma_dir):  # the crashed memory's Chroma child finishes its write and closes first
+        raise StoreError(f"a Chroma process of the last holder of {root} still has {chroma_dir} open after "
+                         "a minute; stop it (its command line names zep_core) and open the folder again")
     if chroma_loads(chroma_dir, since):
         return
     log.warning("rebuilding the vector index of %s from SQLite after an unclean shutdown", root)

@@ -230,6 +230,25 @@ class ChromaVectorIndex:
         """How many vectors a user's collection of that kind holds (0 when it does not exist)."""
         return self._call(user_id, kind, "count", lambda col: int(col.count()), create=False, missing=0)
 
+    def collection_ids(self) -> dict[str, frozenset[str]]:
+        """Every collection of this index by name, with the ids it holds (for checks and tests)."""
+        own = _own_names(self.namespace)
+        try:
+            names = [str(getattr(col, "name", col)) for col in self.client.list_collections()]
+        except Exception as exc:
+            raise StoreError(f"Chroma could not list its collections: {exc}") from exc
+        out: dict[str, frozenset[str]] = {}
+        for name in filter(own.fullmatch, names):
+            col = self.client.get_collection(name, embedding_function=None)
+            ids: set[str] = set()
+            while True:
+                got = col.get(include=[], limit=_MAX_BATCH, offset=len(ids))["ids"]
+                ids.update(got)
+                if len(got) < _MAX_BATCH:
+                    break
+            out[name] = frozenset(ids)
+        return out
+
     def drop_user(self, user_id: str) -> None:
         """Delete the user's collections (those of retired kinds too)."""
         for kind in VECTOR_KINDS + RETIRED_VECTOR_KINDS:

@@ -95,7 +95,7 @@ def test_forget_user_leaves_nothing_behind_in_any_store(memory):
     db = memory._stores.records.db
     for table in ("episodes", "messages", "facts", "entities", "aliases", "session_messages"):
         assert db.execute(f"SELECT count(*) FROM {table} WHERE user_id = 'alice'").fetchone()[0] == 0, table
-    names = {c.name for c in memory._stores.vectors.client.list_collections()}
+    names = set(memory._stores.vectors.collection_ids())
     assert not any(collection_name("alice", k) in names for k in ("current", "history", "entity"))
     nodes, edges = memory._stores.graph.snapshot("alice")
     assert nodes == set() and edges == {}
@@ -234,7 +234,7 @@ def test_a_folder_from_an_older_version_loses_its_unread_entity_collections(make
         conn.execute("DELETE FROM meta WHERE key = 'retired_vectors'")
     conn.close()
     memory = make_memory(data)
-    names = {c.name for c in memory._stores.vectors.client.list_collections()}
+    names = set(memory._stores.vectors.collection_ids())
     assert collection_name("alice", "entity") not in names and collection_name("alice", "current") in names
     assert memory.check_consistency() == {} and "Paris" in memory.context_block("Where do I live?", user_id="alice",
                                                                                 speaker="Alice")
@@ -258,7 +258,7 @@ def test_an_old_folders_retired_collections_are_dropped_once_and_as_of_still_fin
     memory.close()
 
     again = make_memory(tmp_path / "d")
-    names = {c.name for c in again._stores.vectors.client.list_collections()}
+    names = set(again._stores.vectors.collection_ids())
     assert collection_name("alice", "current") in names
     assert not {collection_name("alice", k) for k in ("entity", "history")} & names
     assert again.check_consistency() == {}

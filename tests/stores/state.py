@@ -66,26 +66,6 @@ def sqlite_rows(db_path: Path) -> tuple[dict[str, frozenset], dict[str, tuple], 
     return rows, facts, entities
 
 
-def chroma_ids(client) -> dict[str, frozenset]:
-    """Ids in every zep-memory collection, straight from the Chroma client."""
-    out = {}
-    for col in client.list_collections():
-        name = getattr(col, "name", col)
-        if not str(name).startswith("zep_"):
-            continue
-        handle = client.get_collection(name)
-        ids: set[str] = set()
-        offset = 0
-        while True:
-            got = handle.get(include=[], limit=5000, offset=offset)["ids"]
-            ids.update(got)
-            if len(got) < 5000:
-                break
-            offset += 5000
-        out[str(name)] = frozenset(ids)
-    return out
-
-
 def graph_state(graph) -> tuple[dict[str, str], dict[str, tuple], dict[str, tuple]]:
     """Nodes and FACT relationships, by raw Cypher on the Kùzu index.
 
@@ -111,7 +91,7 @@ def snapshot(memory, *, with_files: bool = False) -> StoreState:
     rows, facts, entities = sqlite_rows(memory.data_dir / "zep.db")
     stores = memory._stores
     nodes, edges, backward = graph_state(stores.graph)
-    return StoreState(rows=rows, facts=facts, entities=entities, chroma=chroma_ids(stores.vectors.client),
+    return StoreState(rows=rows, facts=facts, entities=entities, chroma=stores.vectors.collection_ids(),
                       graph_nodes=nodes, graph_edges=edges, graph_edges_backward=backward,
                       files=data_files(memory.data_dir) if with_files else frozenset())
 

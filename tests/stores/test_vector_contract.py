@@ -1,4 +1,4 @@
-"""One contract for the vector index, run against Chroma embedded and a Chroma server by URL."""
+"""One contract for the vector index: Chroma embedded, embedded in a child process (the default), and a server."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from zep_core.errors import StoreError
 from zep_core.stores.base import VectorIndex
+from zep_core.stores.vector_process import ChromaProcess, available
 from zep_core.stores.vectors import ChromaVectorIndex
 
 DIM = 16
@@ -24,17 +25,26 @@ def axis(i: int) -> np.ndarray:
     return v
 
 
-@pytest.fixture(params=["embedded", "server"])
+@pytest.fixture(params=["embedded", "process", "server"])
 def location(request, tmp_path):
-    """How to open the index under test: a folder, or a server URL with this test's own folder."""
-    if request.param == "embedded":
-        return {"path": tmp_path / "chroma"}
+    """How to open the index under test: a folder (here or in a child), or a server URL with this test's own folder."""
+    if request.param == "process" and not available():
+        pytest.skip("this platform has no multiprocessing fork server, so Chroma runs in the memory's process")
+    if request.param in ("embedded", "process"):
+        return {"path": tmp_path / "chroma", "process": request.param == "process"}
     return {"path": tmp_path / "chroma", "url": request.getfixturevalue("chroma_server")}
+
+
+def open_index(location):
+    options = dict(location)
+    if options.pop("process", False):
+        return ChromaProcess(options["path"])
+    return ChromaVectorIndex(**options)
 
 
 @pytest.fixture
 def index(location):
-    idx = ChromaVectorIndex(**location)
+    idx = open_index(location)
     yield idx
     idx.close()
 
@@ -123,7 +133,10 @@ def test_reset_removes_everything_of_this_index(index):
 
 
 def test_a_collection_dropped_by_another_client_is_reopened_not_an_error(location):
-    first, second = ChromaVectorIndex(**location), ChromaVectorIndex(**location)
+    if location.get("process"):
+        pytest.skip("a Chroma child is its folder's only client (it holds the owner lock): two clients of "
+                    "one folder exist only in one process or on a server")
+    first, second = open_index(location), open_index(location)
     first.upsert("alice", "current", ["a"], axis(0)[None, :])
     assert second.ids("alice", "current") == {"a"}
     second.drop_user("alice")  # e.g. `zep-memory forget alice` in another process
@@ -139,7 +152,9 @@ def test_mismatched_ids_and_vectors_are_refused(index):
 
 
 def test_data_reopened_later_is_still_there(location):
-    index = ChromaVectorIndex(**location)
+    index = open_index(location)
     index.upsert("alice", "current", ["a"], axis(0)[None, :])
     index.close()
-    assert ChromaVectorIndex(**location).ids("alice", "current") == {"a"}
+    again = open_index(location)
+    assert again.ids("alice", "current") == {"a"}
+    again.close()
