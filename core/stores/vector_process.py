@@ -124,7 +124,7 @@ def _fork(path: Path) -> tuple[Connection, int]:
                 _HELPER = None
                 if attempt == 2:
                     raise StoreError(f"the Chroma helper process could not start a child for {path}: "
-                                     f"{exc or type(exc).__name__}") from exc
+                                     f"{str(exc) or type(exc).__name__}") from exc
     raise AssertionError("unreachable")
 
 
@@ -269,26 +269,39 @@ def _answer(reply: tuple[str, Any]) -> Any:
 
 
 def _stop(conn: Connection, pid: int, *, kill: bool = False) -> None:
-    """Ask the child to close Chroma and wait until its end of the socket closes; kill it if stuck or broken."""
-    done = False
+    """Ask the child to close Chroma and wait until its end of the socket closes; kill it if stuck or broken.
+
+    A child whose end of the socket is closed has exited (or is exiting, Chroma closed), so
+    it is never signalled: its pid may already belong to another process.
+    """
     if not kill:
         try:
             conn.send(None)
-            while conn.poll(_CLOSE_TIMEOUT_S):
-                conn.recv()  # nothing more is sent; EOF once Chroma is closed and the child is ending
-        except (EOFError, OSError):
-            done = True
+        except OSError:
+            pass
+    gone = _ended(conn, 0 if kill else _CLOSE_TIMEOUT_S)
     try:
         conn.close()
     except OSError:
         pass
-    if not done:
+    if not gone:
         if not kill:
             log.warning("the Chroma process did not close within %.0f s; stopping it", _CLOSE_TIMEOUT_S)
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:  # already gone
             pass
+
+
+def _ended(conn: Connection, timeout_s: float) -> bool:
+    """Whether the child's end of the socket closes within ``timeout_s`` (what it sends meanwhile is dropped)."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        while conn.poll(max(0.0, deadline - time.monotonic())):
+            conn.recv()
+    except (EOFError, OSError):
+        return True
+    return False
 
 
 def _recv_exactly(sock: socket.socket, n: int) -> bytes:
@@ -377,7 +390,7 @@ def wait_for_owner(path: Path, timeout_s: float = _CLOSE_TIMEOUT_S) -> bool:
 
 def _serve(conn: Connection, path: str) -> None:
     """The child: open the folder as its only Chroma client, answer calls until told to stop or orphaned."""
-    from .vectors import ChromaVectorIndex
+    from .vectors import ChromaVectorIndex, _wait_released
 
     owner = _owner_lock(path, time.monotonic() + _CLOSE_TIMEOUT_S)
     index = None
@@ -410,6 +423,9 @@ def _serve(conn: Connection, path: str) -> None:
     finally:
         if index is not None:
             index.close()
+            # Chroma finishes closing on a background task; exiting first would cut it off and leave
+            # its write-ahead log behind. The memory's close() waits for this (the socket closing).
+            _wait_released(Path(path), _CLOSE_TIMEOUT_S / 2)
         if owner is not None:
             os.close(owner)  # releases the flock once Chroma has let go of the folder
         conn.close()

@@ -164,3 +164,9 @@ def test_groups_validate_on_their_own_and_take_keywords_only():
         LimitSettings(max_message_chars=0)
     with pytest.raises(TypeError):
         ScoringSettings(0.5)  # type: ignore[misc]
+
+
+def test_chroma_process_is_a_yes_or_no_and_defaults_to_yes():
+    assert MemoryConfig().chroma_process is True and MemoryConfig(chroma_process=False).storage.chroma_process is False
+    with pytest.raises(ConfigError, match="chroma_process must be True or False, got 'no'"):
+        MemoryConfig(chroma_process="no")
