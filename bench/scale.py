@@ -20,7 +20,8 @@ data folder grows through the sizes; at each size we measure:
 * the **floor**: the same per-user Chroma collection queried directly with the
   precomputed vector for the same k, and the embedding time on its own; the ratio of
   ours to floor + embedding;
-* RSS of the process and disk used per fact.
+* RSS of the memory's processes (the memory's and its Chroma child, with the helper they are
+  forked from), before the floor's own Chroma client loads its copy; disk used per fact.
 
 Run: ``python -m bench.scale [--quick] [--sizes 1000 10000 100000]``.
 """
@@ -29,7 +30,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -169,51 +173,76 @@ def _interleaved(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> dict[st
 
     Interleaving puts ours and the floor under the same machine load.
     """
+    from zep_core.stores.vectors import collection_name
+
     embedder = memory.embedder
     k = max(memory.config.semantic_candidates, memory.config.context_limit)
-    client, chroma = _bare_chroma(memory.data_dir)
-    cols: dict[str, Any] = {}
-    probe = np.full((1, embedder.dimension), embedder.dimension ** -0.5, dtype=np.float32)
-    for user, _ in pairs:  # the bare client loads each user's index on its first query: not timed
-        col = cols.get(user.id) or cols.setdefault(user.id, chroma(user.id))
-        col.query(query_embeddings=probe, n_results=k, include=[])
+    probe = np.full(embedder.dimension, embedder.dimension ** -0.5, dtype=np.float32)
     out: dict[str, list[float]] = {"ours": [], "cached": [], "embed": [], "chroma": [], "block": []}
-    for user, text in pairs:
-        t0 = time.perf_counter()
-        memory.get_context(text, user_id=user.id, speaker=user.name)
-        t1 = time.perf_counter()
-        vec = embedder.inner.embed([text])[0] if hasattr(embedder, "inner") else embedder.embed([text])[0]
-        t2 = time.perf_counter()
-        col = cols.get(user.id) or cols.setdefault(user.id, chroma(user.id))
-        t3 = time.perf_counter()
-        col.query(query_embeddings=vec[None, :], n_results=k, include=["distances"])
-        t4 = time.perf_counter()
-        memory.get_context(text, user_id=user.id, speaker=user.name)
-        t5 = time.perf_counter()
-        memory.context_block(text, user_id=user.id, speaker=user.name)
-        t6 = time.perf_counter()
-        for key, secs in (("ours", t1 - t0), ("embed", t2 - t1), ("chroma", t4 - t3), ("cached", t5 - t4),
-                          ("block", t6 - t5)):
-            out[key].append(secs * 1000)
-    client.close()  # the memory's folder is closed and reopened later: leave it no other client
+    with _BareChroma(memory.data_dir / "chroma", k) as bare:
+        for user in {user.id: user for user, _ in pairs}.values():  # each index's first query loads it: not timed
+            bare.query(collection_name(user.id, "current"), probe)
+        for user, text in pairs:
+            t0 = time.perf_counter()
+            memory.get_context(text, user_id=user.id, speaker=user.name)
+            t1 = time.perf_counter()
+            vec = embedder.inner.embed([text])[0] if hasattr(embedder, "inner") else embedder.embed([text])[0]
+            t2 = time.perf_counter()
+            chroma_ms = bare.query(collection_name(user.id, "current"), vec)
+            t4 = time.perf_counter()
+            memory.get_context(text, user_id=user.id, speaker=user.name)
+            t5 = time.perf_counter()
+            memory.context_block(text, user_id=user.id, speaker=user.name)
+            t6 = time.perf_counter()
+            for key, secs in (("ours", t1 - t0), ("embed", t2 - t1), ("cached", t5 - t4), ("block", t6 - t5)):
+                out[key].append(secs * 1000)
+            out["chroma"].append(chroma_ms)
     return out
 
 
-def _bare_chroma(data_dir: Path) -> tuple[Any, Any]:
-    """A plain Chroma client on the memory's own folder, in this process: the floor queries the same HNSW index.
+#: The floor's Chroma client, in a process of its own: a plain ``PersistentClient`` on the
+#: memory's folder that times each ``query`` itself. In the bench's process its indexes would
+#: stay resident after ``close()`` and count in the RSS of the memory measured at the next size.
+_BARE_CHROMA = r"""
+import json, sys, time
+import numpy as np
+import chromadb
+from chromadb.config import Settings
+client = chromadb.PersistentClient(path=sys.argv[1], settings=Settings(anonymized_telemetry=False, allow_reset=False))
+k, cols = int(sys.argv[2]), {}
+print("ready", flush=True)
+for line in sys.stdin:
+    name, vector = json.loads(line)
+    col = cols.get(name) or cols.setdefault(name, client.get_collection(name, embedding_function=None))
+    query = np.asarray([vector], dtype=np.float32)
+    t0 = time.perf_counter()
+    col.query(query_embeddings=query, n_results=k, include=["distances"])
+    print((time.perf_counter() - t0) * 1000, flush=True)
+client.close()
+"""
 
-    The memory's own client runs in a child (``chroma_process``) and nothing is written
-    while the floor is measured, so this client reads the same files. (With
-    ``chroma_process=False`` Chroma keeps one system per folder and process, and this
-    client shares the memory's; the settings must match the memory's for that.)
-    """
-    import chromadb
-    from chromadb.config import Settings
-    from zep_core.stores.vectors import collection_name
 
-    client = chromadb.PersistentClient(path=str(data_dir / "chroma"),
-                                       settings=Settings(anonymized_telemetry=False, allow_reset=False))
-    return client, lambda user_id: client.get_collection(collection_name(user_id, "current"), embedding_function=None)
+class _BareChroma:
+    """The floor: the same HNSW indexes queried by a plain Chroma client (nothing is written meanwhile)."""
+
+    def __init__(self, path: Path, k: int) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", _BARE_CHROMA, str(path), str(k)], text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("the bare Chroma client did not start")
+
+    def query(self, collection: str, vector: np.ndarray) -> float:
+        """Milliseconds one ``query`` of ``collection`` took, timed where it ran."""
+        self.proc.stdin.write(json.dumps([collection, [float(x) for x in vector]]) + "\n")
+        self.proc.stdin.flush()
+        return float(self.proc.stdout.readline())
+
+    def __enter__(self) -> _BareChroma:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.stdin.close()  # the client closes, so the memory's folder is left as it was
+        self.proc.wait(timeout=60)
 
 
 def _profile(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> str:
@@ -256,6 +285,7 @@ def measure(memory: Any, loader: _Loader, users: list[SynthUser], n_queries: int
     memory.flush()
     warm = queries(users, 20, seed + 1000)
     _time_queries(memory, warm)
+    memory_rss = rss_mb()  # before the floor's own Chroma client loads a second copy of every index
     pairs = queries(users, n_queries, seed)
     memory.embedder.cache_clear()
     times = _interleaved(memory, pairs)
@@ -273,7 +303,7 @@ def measure(memory: Any, loader: _Loader, users: list[SynthUser], n_queries: int
         "chroma_query_ms": p_chroma, "embed_query_ms": p_embed, "floor_ms": floor,
         "ratio_to_floor": {p: round(p_ours[p] / floor[p], 2) for p in p_ours},
         "ratio_to_chroma": {p: round(p_ours[p] / p_chroma[p], 2) for p in p_ours},
-        **rss_mb(), "disk_mb": round(disk / 2**20, 1), "disk_bytes_per_fact": round(disk / max(facts, 1)),
+        **memory_rss, "disk_mb": round(disk / 2**20, 1), "disk_bytes_per_fact": round(disk / max(facts, 1)),
     }
 
 
