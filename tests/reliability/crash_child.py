@@ -10,7 +10,8 @@ time), then serves one JSON command per stdin line:
 * ``{"cmd": "reap", "pid": …}`` waits for that child; replies how it ended.
 
 A child appends one line to the ``acks`` file, and fsyncs it, after every call that
-returned: ``open``, ``ep <id> <user> <n messages> <digest> <status>``, ``forget <user>``.
+returned: ``open <pid of its Chroma process, or -1>``, ``ep <id> <user> <n messages> <digest>
+<status>``, ``forget <user>``.
 Episodes are a pure function of (seed, trial, index), so a retry re-sends the same one.
 """
 
@@ -65,7 +66,7 @@ def ingest_until_killed(data: str, acks: str, seed: int, trial: int, embedder: s
 
     emb = HashEmbedder() if embedder == "hash" else LocalEmbedder()
     memory = Memory(MemoryConfig(data_dir=data, embedder=emb))
-    ack("open")
+    ack(f"open {getattr(memory._stores.vectors, 'pid', None) or -1}")
 
     def send(eid: str, user: str, messages: list[Message]) -> None:
         result = memory.conversation_end("s", messages, user_id=user, episode_id=eid)

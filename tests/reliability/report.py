@@ -64,7 +64,11 @@ def tables() -> str:
         _row("Crash safety: SIGKILL during ingestion",
              f"**{c.get('trials', 0)} trials** ({c.get('trials_hash_embedder', 0)} hash embedder, "
              f"{c.get('trials_local_embedder', 0)} default embedder), seed {c.get('seed')}, kill after "
-             f"U({', '.join(map(str, c.get('kill_delay_s', [])))}) s; {c.get('episodes_acknowledged', 0)} episodes "
+             f"U({', '.join(map(str, c.get('kill_delay_s', [])))}) s (from the fork in "
+             f"{c.get('kill_timed_from_fork', 'n/a')} trials, from the open in the rest; "
+             f"{c.get('killed_before_open_returned', 'n/a')} killed before the open returned; the memory's Chroma "
+             f"process killed too in {c.get('chroma_process_killed_too', 'n/a')}); "
+             f"{c.get('episodes_acknowledged', 0)} episodes "
              f"acknowledged, {c.get('episodes_verified_at_end', 0)} verified whole at the end (the others belong to "
              "the user the child forgets now and then); "
              f"{c.get('outbox_rows_replayed', 0)} outbox rows replayed in {c.get('trials_with_outbox_rows_left', 0)} "

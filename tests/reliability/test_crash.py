@@ -3,7 +3,12 @@
 Each trial forks a child (from a zygote that paid the imports once) that opens the
 memory and ingests until the parent kills it after ``uniform(0.05, 1.5)`` seconds —
 during open and outbox replay, inside SQLite transactions, between the SQLite commit
-and the Chroma/Kùzu writes, or between those two. The parent then reopens the memory
+and the Chroma/Kùzu writes, or between those two. The delay counts from the fork in a
+quarter of the trials (kills during open) and from the open otherwise (opening starts
+the child's Chroma process, ~1 s, which would leave few kills for the writes). Killed
+on its own, the child's Chroma process finishes its write and closes; in a quarter of
+the trials it is killed too, at the same moment, as the OOM killer or a power cut would,
+which can tear Chroma's files. The parent then reopens the memory
 and checks, store by store, that nothing acknowledged was lost and the stores agree;
 a second reopen must change nothing. Three data folders are reused across all trials,
 so damage would accumulate and show: every fifth trial uses the real default embedder
@@ -40,6 +45,7 @@ from tests.stores.state import digest, problems, snapshot
 TRIALS = int(os.environ.get("ZEP_CRASH_TRIALS", "100"))
 SEED = int(os.environ.get("ZEP_CRASH_SEED", "20240501"))
 MIN_DELAY, MAX_DELAY = 0.05, 1.5
+FROM_FORK, CHROMA_TOO = 0.25, 0.25  # shares of the trials timed from the fork / killing Chroma's process too
 TRIAL_TIMEOUT_S = 60
 
 
@@ -76,6 +82,19 @@ def read_acks(path: Path) -> list[list[str]]:
     return [line.split() for line in text.split("\n")[:-1] if line]
 
 
+def wait_for_open(acks: Path, skip: int, pid: int, limit_s: float = TRIAL_TIMEOUT_S) -> int | None:
+    """Wait until the child ``pid`` acknowledged its open; the pid of its Chroma process (-1: none), or None."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        for line in read_acks(acks)[skip:]:
+            if line[:1] == ["open"]:
+                return int(line[1]) if len(line) > 1 else -1
+        if not Path(f"/proc/{pid}").exists():
+            return None
+        time.sleep(0.005)
+    return None
+
+
 def outbox_left(db: Path) -> int:
     """Index writes a kill left pending, read before the memory replays them."""
     if not db.exists():
@@ -92,7 +111,7 @@ def outbox_left(db: Path) -> int:
 def next_unacked(acks: list[list[str]], seed: int, trial: int) -> str | None:
     """The episode the kill of ``trial`` interrupted (the one after the last acknowledged)."""
     sent = [int(a[1].rsplit("-e", 1)[1]) for a in acks if a[0] == "ep" and f"-t{trial}-" in a[1]]
-    if not any(a == ["open"] for a in acks):
+    if not any(a[:1] == ["open"] for a in acks):
         return None
     return f"c{seed}-t{trial}-e{max(sent) + 1 if sent else 0}"
 
@@ -207,11 +226,18 @@ def test_sigkill_at_random_points_loses_no_acknowledged_episode_and_leaves_store
             pid = zygote.ask(cmd="fork", data=str(folder.config.data_dir), acks=str(folder.acks), log=str(log),
                              seed=SEED, trial=trial, embedder=folder.embedder,
                              retry=[pending] if pending else [])["pid"]
-            time.sleep(rng.uniform(MIN_DELAY, MAX_DELAY))  # meanwhile the previous trial is checked
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            from_fork, chroma_too, delay = rng.random() < FROM_FORK, rng.random() < CHROMA_TOO, rng.uniform(
+                MIN_DELAY, MAX_DELAY)
+            opened = None if from_fork else wait_for_open(folder.acks, len(before), pid)
+            time.sleep(delay)  # meanwhile the previous trial is checked
+            victims = [pid] + ([opened] if chroma_too and opened and opened > 0 else [])
+            for victim in victims:
+                try:
+                    os.kill(victim, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            stats["chroma_process_killed_too"] += len(victims) > 1
+            stats["kill_timed_from_fork"] += from_fork
             ended = zygote.ask(cmd="reap", pid=pid)
             if checking is not None:
                 collect(checking)
@@ -224,7 +250,7 @@ def test_sigkill_at_random_points_loses_no_acknowledged_episode_and_leaves_store
             new = read_acks(folder.acks)[len(before):]
             stats["trials"] += 1
             stats[f"trials_{folder.embedder}_embedder"] += 1
-            stats["killed_before_open_returned"] += not any(a == ["open"] for a in new)
+            stats["killed_before_open_returned"] += not any(a[:1] == ["open"] for a in new)
             stats["episodes_acknowledged"] += sum(a[0] == "ep" for a in new)
             stats["forgets_acknowledged"] += sum(a[0] == "forget" for a in new)
             checking = Check(folder, trial)
