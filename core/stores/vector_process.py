@@ -390,7 +390,7 @@ def wait_for_owner(path: Path, timeout_s: float = _CLOSE_TIMEOUT_S) -> bool:
 
 def _serve(conn: Connection, path: str) -> None:
     """The child: open the folder as its only Chroma client, answer calls until told to stop or orphaned."""
-    from .vectors import ChromaVectorIndex, _wait_released
+    from .vectors import ChromaVectorIndex
 
     owner = _owner_lock(path, time.monotonic() + _CLOSE_TIMEOUT_S)
     index = None
@@ -422,10 +422,7 @@ def _serve(conn: Connection, path: str) -> None:
                 conn.send(("ok", value))
     finally:
         if index is not None:
-            index.close()
-            # Chroma finishes closing on a background task; exiting first would cut it off and leave
-            # its write-ahead log behind. The memory's close() waits for this (the socket closing).
-            _wait_released(Path(path), _CLOSE_TIMEOUT_S / 2)
+            index.close()  # waits (briefly) for Chroma's background close, as in-process
         if owner is not None:
             os.close(owner)  # releases the flock once Chroma has let go of the folder
         conn.close()
