@@ -183,7 +183,7 @@ class StorageSettings:
         graph_buffer_pool_mb: Kùzu buffer pool size.
         chroma_url: use a Chroma server (``chroma run``) instead of the embedded client.
         chroma_process: run the embedded Chroma client in a child process (default, where
-            the platform has multiprocessing's fork server), so that its writes, which hold
+            the platform has ``fork``), so that its writes, which hold
             the interpreter lock throughout, do not stall the rest of the process; False
             runs it in this process.
         on_embedder_mismatch: ``error`` (default) or ``reembed`` when the data folder was

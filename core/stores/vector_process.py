@@ -140,9 +140,6 @@ class ChromaProcess:
 
     """
 
-    url: str | None = None
-    namespace: str | None = None
-
     def __init__(self, path: Path) -> None:
         self.path = Path(path).resolve()
         self.pid: int | None = None

@@ -29,7 +29,7 @@ def axis(i: int) -> np.ndarray:
 def location(request, tmp_path):
     """How to open the index under test: a folder (here or in a child), or a server URL with this test's own folder."""
     if request.param == "process" and not available():
-        pytest.skip("this platform has no multiprocessing fork server, so Chroma runs in the memory's process")
+        pytest.skip("this platform has no fork() (Windows), so Chroma runs in the memory's process")
     if request.param in ("embedded", "process"):
         return {"path": tmp_path / "chroma", "process": request.param == "process"}
     return {"path": tmp_path / "chroma", "url": request.getfixturevalue("chroma_server")}

@@ -16,8 +16,8 @@ from zep_core.errors import StoreError
 from zep_core.stores.vector_process import ChromaProcess, available
 from zep_core.stores.vectors import ChromaVectorIndex
 
-pytestmark = pytest.mark.skipif(not available(), reason="this platform has no multiprocessing fork server, so "
-                                                        "Chroma runs in the memory's process (tested elsewhere)")
+pytestmark = pytest.mark.skipif(not available(), reason="this platform has no fork() (Windows), so Chroma runs "
+                                                        "in the memory's process (tested elsewhere)")
 
 ROOT = Path(__file__).resolve().parents[2]
 DIM = 8
