@@ -49,6 +49,18 @@ def talk(memory, text: str, user: str = "ann") -> None:
     assert result.status == "done", result.error
 
 
+def test_chromas_runtime_in_the_child_has_one_worker_unless_the_environment_says_otherwise(tmp_path):
+    index = ChromaProcess(tmp_path / "chroma")
+    try:
+        environ = Path(f"/proc/{index.pid}/environ").read_bytes().split(b"\0")
+        expected = os.environ.get("TOKIO_WORKER_THREADS", "1")
+        assert f"TOKIO_WORKER_THREADS={expected}".encode() in environ
+        index.upsert("ann", "current", ["f1"], unit(0))
+        assert index.query("ann", "current", unit(0)[0], 1)[0][0] == "f1"
+    finally:
+        index.close()
+
+
 def test_a_memory_runs_chroma_in_a_child_by_default_and_in_process_when_asked(make_memory, tmp_path):
     memory = make_memory(tmp_path / "a")
     index = memory._stores.vectors
