@@ -19,9 +19,10 @@ remote call never blocks the other writers.
 :meth:`Ingestor.conversation_end_many` is the same pipeline for many episodes, a
 batch at a time: the batch's episodes stored in one transaction, one embedding call
 for all their facts and new entity names, and the rules applied episode by episode,
-in input order, in one transaction (:meth:`Ingestor._apply_in` is shared by both).
-The index writes of the whole call are applied once, at its end
-(:meth:`~zep_core.sync.IndexSync.deferred`).
+each user's in input order, in one transaction (:meth:`Ingestor._apply_in` is shared
+by both). The batches take each user's episodes together, and a user's index writes
+are applied once, when the batch holding its last episode has committed, while the
+next batches are processed (:meth:`~zep_core.sync.IndexSync.deferred`, ``release``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -123,6 +124,19 @@ class _Extracted:
     extraction: Extraction
     proposals: _Proposals
     known_ids: set[str]
+
+
+def _by_user(episodes: Sequence[_Prepared]) -> list[int]:
+    """Positions of ``episodes`` with each user's together, in input order; users in order of first appearance.
+
+    Users never read or write each other's facts, so this order gives every episode the
+    same result as input order, and a bulk call's batches each finish some users: their
+    index writes then go while the batches after them are processed (:meth:`IndexSync.release`).
+    """
+    first: dict[str, int] = {}
+    for k, episode in enumerate(episodes):
+        first.setdefault(episode.user_id, k)
+    return sorted(range(len(episodes)), key=lambda k: (first[episodes[k].user_id], k))
 
 
 class Ingestor:
@@ -219,13 +233,15 @@ class Ingestor:
         Everything is validated before anything is written. An episode id stored before
         is a ``duplicate`` once it is done; a pending one (its extraction failed, or was cut
         short) is extracted then, before the batch's new episodes, as ``conversation_end``
-        would. Per batch: every new
-        episode is stored in one transaction, then each is extracted, all fact texts and
-        new entity names are embedded in one call, and the rules are applied episode by
-        episode in input order in one transaction — so a later episode sees an earlier
-        one's facts, as it would one by one. An extractor that ``needs_known_facts``
-        (they depend on the episodes before) gets the batch one episode at a time
-        through :meth:`process` once it is stored.
+        would. The batches take each user's episodes together, users in order of first
+        appearance (:func:`_by_user`). Per batch: every new episode is stored in one
+        transaction, then each is extracted, all fact texts and new entity names are
+        embedded in one call, and the rules are applied episode by episode, each user's in
+        input order, in one transaction — so a later episode sees an earlier one's facts,
+        as it would one by one. An extractor that ``needs_known_facts`` (they depend on
+        the episodes before) gets the batch one episode at a time through :meth:`process`
+        once it is stored. Once a batch holding a user's last episode commits, that user
+        is released to the background indexer (:meth:`IndexSync.release`).
 
         Raises:
             ValidationError: naming the episode's position (from 0), before anything is written.
@@ -234,15 +250,20 @@ class Ingestor:
 
         """
         prepared = self._prepare(episodes)
-        results: list[IngestResult] = []
-        with self.sync.deferred():  # Chroma and Kùzu are written once, after the last batch
-            for start in range(0, len(prepared), batch_size):
-                batch = self._ingest_batch(prepared[start:start + batch_size])
-                if progress is not None:
-                    for k, result in enumerate(batch, start=start):
+        order = _by_user(prepared)
+        last = {prepared[k].user_id: n for n, k in enumerate(order)}  # where each user's last episode is
+        results: list[IngestResult | None] = [None] * len(prepared)
+        with self.sync.deferred():  # each user's indexes are written once, after its last batch
+            for start in range(0, len(order), batch_size):
+                positions = order[start:start + batch_size]
+                batch = self._ingest_batch([prepared[k] for k in positions])
+                end = start + len(positions)
+                self.sync.release({prepared[k].user_id for k in positions if last[prepared[k].user_id] < end})
+                for k, result in zip(positions, batch):
+                    results[k] = result
+                    if progress is not None:
                         progress(k, result)
-                results += batch
-        return results
+        return cast(list[IngestResult], results)  # every position is in `order`
 
     def _prepare(self, episodes: Sequence[EpisodeSpec]) -> list[_Prepared]:
         """Check every episode (messages, ids unique in the call, not another user's) and build it, unstored."""

@@ -347,7 +347,8 @@ def ingest(memory: Memory, episodes: Iterable[EpisodeInput], *,
         memory: an open :class:`~zep_core.Memory`.
         episodes: from :func:`iter_episodes`.
         progress: called for each episode, after its batch commits, with its 1-based
-            position, input and result.
+            position in ``episodes``, input and result (batches group each user's
+            episodes, so positions can come out of order).
         batch_size: episodes per batch.
 
     Raises:

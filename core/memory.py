@@ -208,18 +208,22 @@ class Memory:
                               progress: Callable[[int, IngestResult], None] | None = None) -> list[IngestResult]:
         """:meth:`conversation_end` for many episodes at once, a batch at a time: the bulk import.
 
-        Everything is checked before anything is written. Then, per batch of
-        ``batch_size`` episodes: every new episode is stored (``pending``) in one
-        transaction before any extraction, so a failing extractor loses nothing; each is
-        extracted (a failure leaves that one ``pending`` with its error, the others go
-        on); the facts and new entity names of the whole batch are embedded in one call;
-        and the update rules are applied episode by episode, in input order, in one
-        transaction — a later episode supersedes or reinforces an earlier one's facts
-        exactly as one call per episode would. An extractor that ``needs_known_facts``
-        (the LLM extractor: what it is shown depends on the episodes before) processes
-        the stored batch one episode at a time instead, with the same results. Chroma
-        and Kùzu are written once, after the last batch (each user's collection once
-        per call, not per episode); a read in between still sees every committed batch.
+        Everything is checked before anything is written. The batches take each user's
+        episodes together (users in order of first appearance, each user's episodes in
+        input order: users never touch each other's facts, so every result is the same as
+        in input order). Then, per batch of ``batch_size`` episodes: every new episode is
+        stored (``pending``) in one transaction before any extraction, so a failing
+        extractor loses nothing; each is extracted (a failure leaves that one ``pending``
+        with its error, the others go on); the facts and new entity names of the whole
+        batch are embedded in one call; and the update rules are applied episode by
+        episode in one transaction — a later episode supersedes or reinforces an earlier
+        one's facts exactly as one call per episode would. An extractor that
+        ``needs_known_facts`` (the LLM extractor: what it is shown depends on the episodes
+        before) processes the stored batch one episode at a time instead, with the same
+        results. Each user's Chroma collection and graph are written once per call: the
+        background indexer writes a user's as soon as the batch holding its last episode
+        has committed, while the next batches are processed, and the rest at the end;
+        a read in between still sees every committed batch.
         Episode ids already stored for the user are ``duplicate``: running an import
         again adds nothing.
 
@@ -229,7 +233,8 @@ class Memory:
                 (default ``"default"``) and ``episode_id`` (as for :meth:`conversation_end`).
             batch_size: episodes per batch (1..100000): stored, embedded and committed together.
             progress: called after each batch commits as ``progress(position, result)`` for
-                each of its episodes, in order (``position`` counts from 0).
+                each of its episodes (``position`` in the input, from 0; batches group each
+                user's episodes, so positions can come out of order).
 
         Returns:
             One :class:`IngestResult` per episode, in input order, each what

@@ -29,7 +29,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -132,7 +132,8 @@ class IndexSync:
         self._apply_now = False
         self._versions: dict[str, int] = {}  # user -> number of the last committed write naming it
         self._written = 0
-        self._deferred = 0         # bulk writes in progress: index writes wait for the end of the last one
+        self._deferred = 0         # bulk writes in progress: index writes wait for the end of the last one ...
+        self._released: set[str] = set()  # ... except these users' (:meth:`release`)
         self._last_write = 0.0     # time.monotonic() of the last commit, or end of :meth:`writing`
         self._writers = 0          # episodes being processed (:meth:`writing`)
         self._state_lock = threading.Lock()
@@ -182,8 +183,9 @@ class IndexSync:
         """Hold back index writes until the block ends: a bulk write reaches Chroma and Kùzu once.
 
         Inside, commits still go to SQLite with their outbox rows, but neither the
-        background indexer nor ``index_writes="sync"`` applies them; when the outermost
-        block ends they are applied (or handed to the indexer) together, so each user's
+        background indexer nor ``index_writes="sync"`` applies them, except those of the
+        users the writer has released (:meth:`release`); when the outermost block ends
+        the rest are applied (or handed to the indexer) together, so each user's
         collection is written once for the whole call instead of once per batch. A read
         in between still applies what is queued first (:meth:`catch_up`): nothing read
         is ever behind a write.
@@ -196,6 +198,8 @@ class IndexSync:
             with self._state_lock:
                 self._deferred -= 1
                 last = self._deferred == 0
+                if last:
+                    self._released.clear()
             if last and self.records.outbox_size():
                 self._wakeup.set()
                 if self.apply_at_commit:
@@ -223,14 +227,30 @@ class IndexSync:
                 self._apply_now = self._apply_now or apply_now
                 self._last_write = time.monotonic()
 
+    def release(self, users: Collection[str]) -> None:
+        """Inside :meth:`deferred`: these users' part of the bulk write is committed, index it now.
+
+        The background indexer applies their queued writes while the writer goes on with
+        other users (Chroma works in its own process meanwhile), so only the last users'
+        writes are left for the end of the call. Releasing a user who still has writes to
+        come costs an extra Chroma call for it, never a wrong index: applying reads the
+        target state from SQLite. Outside :meth:`deferred`, or with ``index_writes="sync"``
+        (no background indexer), it changes nothing.
+        """
+        with self._state_lock:
+            if not self._deferred:
+                return
+            self._released.update(users)
+        self._wakeup.set()
+
     def version(self, user_id: str) -> int:
         """Changes whenever a write naming ``user_id`` commits (in this process; one process owns a folder)."""
         return self._versions.get(user_id, 0)
 
     # -- applying --------------------------------------------------------------------
 
-    def drain(self) -> int:
-        """Apply every index write committed so far; return how many rows were applied.
+    def drain(self, users: Collection[str] | None = None) -> int:
+        """Apply every index write committed so far (of ``users`` only, if given); return how many rows were applied.
 
         A row that cannot be applied never blocks the rows behind it: it is moved to the
         quarantine (:meth:`RecordStore.quarantined`) with the reason, and reported by
@@ -245,7 +265,7 @@ class IndexSync:
         with self._index_lock:
             target = self.records.last_outbox_seq()  # rows committed later wait for the next pass
             while True:
-                rows = self.records.pending_outbox(up_to=target)
+                rows = self.records.pending_outbox(up_to=target, users=users)
                 if not rows:
                     return done
                 batch, unreadable = _parse_rows(rows)
@@ -253,7 +273,10 @@ class IndexSync:
                 left_out = self._apply_isolated([(seq, op) for seq, op in batch if op.kind is not OpKind.FORGET_USER])
                 with self.records.transaction():
                     self._quarantine(left_out, applied=[op for _, op in batch], unreadable=unreadable)
-                    self.records.clear_outbox(rows[-1][0])
+                    if users is None:
+                        self.records.clear_outbox(rows[-1][0])
+                    else:  # other users' rows in between stay queued
+                        self.records.clear_outbox_rows([row[0] for row in rows])
                 done += len(rows)
 
     def catch_up(self, user_id: str | None = None) -> None:
@@ -277,11 +300,16 @@ class IndexSync:
             self._wakeup.clear()
             if stopping.is_set():
                 return
-            if self._deferred:  # a bulk write is in progress: it wakes the indexer when it ends
+            with self._state_lock:
+                deferred, released = self._deferred, set(self._released)
+            if deferred and not released:  # a bulk write is in progress: it wakes the indexer when it ends
                 continue
-            self._gather(stopping)
             try:
-                self.drain()
+                if deferred:  # only the users the bulk write has finished with
+                    self.drain(released)
+                else:
+                    self._gather(stopping)
+                    self.drain()
             except Exception:  # the rows stay in the outbox; the next pass or read retries
                 log.exception("background index write failed; will retry")
                 stopping.wait(0.5)

@@ -111,8 +111,11 @@ class _Progress:
         self.total, self.stream = total, stream
         self.tty = stream.isatty()
         self.every = max(1, total // 20)
+        self.done = 0  # counted here: batches group each user's episodes, so positions come out of order
 
-    def __call__(self, i: int, episode: Any, result: Any) -> None:
+    def __call__(self, position: int, episode: Any, result: Any) -> None:
+        self.done += 1
+        i = self.done
         line = f"ingested {i}/{self.total} episodes ({episode.user_id} {episode.session_id}: {result.status})"
         if self.tty:
             self.stream.write("\r\x1b[K" + line + ("\n" if i == self.total else ""))

@@ -702,11 +702,15 @@ class RecordStore:
         self._many("INSERT INTO outbox(op, user_id, ref_id, payload) VALUES (?, ?, ?, ?)",
                    [(op, u, ref, json.dumps(p) if p is not None else None) for op, u, ref, p in rows])
 
-    def pending_outbox(self, limit: int = 5000, *, up_to: int | None = None,
+    def pending_outbox(self, limit: int = 5000, *, up_to: int | None = None, users: Collection[str] | None = None,
                        ) -> list[tuple[int, str, str, str | None, dict | None]]:
-        """Oldest pending index writes, only those up to seq ``up_to`` if given."""
-        rows = self._rows("SELECT seq, op, user_id, ref_id, payload FROM outbox WHERE seq <= ? ORDER BY seq LIMIT ?",
-                          [2**62 if up_to is None else up_to, limit])
+        """Oldest pending index writes, only those up to seq ``up_to`` and of ``users`` if given."""
+        where, params = "seq <= ?", [2**62 if up_to is None else up_to]
+        if users is not None:
+            where += " AND user_id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(sorted(users)))
+        rows = self._rows(f"SELECT seq, op, user_id, ref_id, payload FROM outbox WHERE {where} ORDER BY seq LIMIT ?",
+                          [*params, limit])
         return [(s, op, u, ref, json.loads(p) if p else None) for s, op, u, ref, p in rows]
 
     def last_outbox_seq(self) -> int:
@@ -716,6 +720,10 @@ class RecordStore:
     def clear_outbox(self, up_to_seq: int) -> None:
         """Mark index writes done, up to and including ``up_to_seq``."""
         self._exec("DELETE FROM outbox WHERE seq <= ?", [up_to_seq])
+
+    def clear_outbox_rows(self, seqs: Sequence[int]) -> None:
+        """Mark these index writes done (a drain of some users' writes only)."""
+        self._exec("DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?))", [json.dumps(list(seqs))])
 
     def outbox_size(self, user_id: str | None = None) -> int:
         """How many index writes are pending (of ``user_id`` only, when given)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import re
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -298,8 +300,11 @@ def test_ingest_reports_progress_per_episode_with_its_position(make_memory):
     items = episodes()[:10]
     totals = ingest(memory, iter(items), batch_size=4,
                     progress=lambda i, episode, result: seen.append((i, episode.episode_id, result.status)))
-    assert [i for i, _, _ in seen] == list(range(1, 11))
-    assert [e for _, e, _ in seen] == [e.episode_id for e in items]
+    assert sorted(i for i, _, _ in seen) == list(range(1, 11))  # each episode once, with its own position
+    assert all(items[i - 1].episode_id == e for i, e, _ in seen)
+    for user in {e.user_id for e in items}:  # each user's episodes in input order
+        mine = [i for i, _, _ in seen if items[i - 1].user_id == user]
+        assert mine == sorted(mine)
     assert totals.episodes == 10 and totals.done == 9 and totals.pending == 1
 
 
@@ -313,21 +318,41 @@ def test_the_readme_bulk_snippet_runs(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("index_writes", ["background", "sync"])
-def test_index_writes_wait_for_the_end_of_the_call_but_a_read_in_between_sees_every_batch(make_memory, tmp_path,
-                                                                                            index_writes):
+def test_a_users_index_writes_wait_for_its_last_batch_and_a_read_in_between_sees_every_batch(make_memory, tmp_path,
+                                                                                              index_writes):
     memory = make_memory(tmp_path / index_writes, index_writes=index_writes)
     records = memory._stores.records
-    seen: list[tuple[int, int, bool]] = []
+    ends: list[tuple[int, int, bool]] = []  # per batch: Alice's and Bob's queued index writes, what a read finds
+    calls = itertools.count(1)
 
     def progress(position, result):
-        if position % 7 == 6:  # the last episode of a batch: the batch is committed
-            queued = records.outbox_size()
-            found = "Berlin" in memory.context_block("Where does Alice live?", user_id="alice")
-            seen.append((position, queued, found))
+        if next(calls) % 7:  # not the last episode of a batch
+            return
+        if ends and index_writes == "background":  # Alice's last episode was in this batch: she was released
+            assert _until(lambda: records.outbox_size("alice") == 0)
+        queued = (records.outbox_size("alice"), records.outbox_size("bob"))
+        found = "Berlin" in memory.context_block("Where does Alice live?", user_id="alice")
+        ends.append((*queued, found))
 
+    # batches: Alice's first 7 episodes (the 5th moves her to Berlin); her last 2 and Bob's first 5; Bob's last,
+    # Carol's and Dave's
     memory.conversation_end_many(episodes()[:21], batch_size=7, progress=progress)
-    # held back while the call ran (the first batch's rows were still queued), then applied by the read
-    assert seen[0][1] > 0
-    assert [found for _, _, found in seen] == [False, True, True]  # Alice moves to Berlin in the second batch
+    (alice_1, _, found_1), (alice_2, bob_2, found_2), (_, _, found_3) = ends
+    assert alice_1 > 0  # held back while Alice has episodes to come
+    assert bob_2 > 0  # Bob's wait for his last episode, in the third batch
+    if index_writes == "background":
+        assert alice_2 == 0  # indexed during the call, once her last batch committed
+    else:
+        assert alice_2 > 0  # no background indexer: everything at the end of the call
+    assert found_1 and found_2 and found_3  # each read applied what it needed first
     memory.flush()
     assert records.outbox_size() == 0 and memory.check_consistency() == {}
+
+
+def _until(condition, limit_s: float = 60.0) -> bool:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return condition()
