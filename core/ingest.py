@@ -43,7 +43,7 @@ from .providers.base import Embedder, Extraction, ExtractionContext, Extractor
 from .resolve import canonical_predicate, entity_id, input_aliases, is_first_person, speaker_of
 from .stores.records import RecordStore, StoredFact, iso
 from .sync import FactChange, IndexSync, OutboxOp
-from .temporal import STATEMENT, UpdatePlan, message_times, normalize_name, plan_updates
+from .temporal import UpdatePlan, message_times, normalize_name, plan_updates
 
 __all__ = ["EpisodeSpec", "Ingestor", "validate_messages"]
 
@@ -475,9 +475,10 @@ class Ingestor:
         rules again with those, until no retired fact names a message not yet read. Most
         episodes retire nothing and pay one indexed read.
         """
+        single = self.config.single_valued_predicates
         current = self.records.rule_candidates(
-            user, subjects, predicates=sorted({f.predicate for f in proposals}),
-            statements=sorted({f.object for f in proposals if f.predicate == STATEMENT}), ids=sorted(contradicted))
+            user, subjects, rivals=sorted({f.predicate for f in proposals if normalize_name(f.predicate) in single}),
+            restated=sorted({(f.predicate, f.object) for f in proposals}), ids=sorted(contradicted))
         read: set[str] = set()
         while True:
             plan = plan_updates(current, proposals, single_valued=self.config.single_valued_predicates,

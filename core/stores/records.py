@@ -26,7 +26,7 @@ import sqlite_utils
 
 from ..errors import StoreError
 from ..models import Entity, Episode, Fact, Message
-from ..temporal import normalize_name
+from ..temporal import STATEMENT, normalize_name
 
 __all__ = ["RecordStore", "StoredFact", "iso", "SCHEMA_VERSION"]
 
@@ -396,33 +396,41 @@ class RecordStore:
             "AND valid_until IS NULL AND superseded_by IS NULL LIMIT ?", [user_id, *entity_ids, limit])
         return [fact_from_row(r) for r in rows]
 
-    def rule_candidates(self, user_id: str, subject_ids: Sequence[str], *, predicates: Sequence[str],
-                        statements: Sequence[str], ids: Sequence[str] = ()) -> list[Fact]:
+    def rule_candidates(self, user_id: str, subject_ids: Sequence[str], *, rivals: Sequence[str],
+                        restated: Sequence[tuple[str, str]], ids: Sequence[str] = ()) -> list[Fact]:
         """The current facts of these subjects a proposed fact can reinforce, end or supersede.
 
-        That is the non-statement facts with one of ``predicates`` (the proposed facts'
-        predicates: a rival or a restatement shares the predicate), the statement facts said
-        again (``statements``, matched by ``object_key`` as the rules compare them: "I live in
-        London!" is "i live in london" said again) and ``ids`` (facts an extractor flagged as
-        contradicted). A speaker's hundreds of other facts stay unread, so ingestion does not
-        slow down as a user's memory grows: the read seeks ``facts_rule_keys`` (subject,
-        predicate and object key of the current facts) and the flagged ids, nothing else.
-        The quotes that retire with a retired fact come from :meth:`facts_from_messages`.
+        That is every current fact with one of the ``rivals`` predicates (the proposals'
+        single-valued ones: a new value supersedes any old one), the facts said again
+        (``restated``: ``(predicate, object)`` pairs, matched by predicate and ``object_key``
+        as the rules compare them: "I live in London!" is "i live in london" said again, and
+        "I no longer like jazz" ends "likes jazz") and ``ids`` (facts an extractor flagged as
+        contradicted). Nothing else can be touched: a fact of a predicate that holds many
+        values conflicts with no other value. So a speaker's hundreds of other facts stay
+        unread, and ingestion does not slow down as a user's memory grows: the read seeks
+        ``facts_rule_keys`` (subject, predicate and object key of the current facts) and the
+        flagged ids, nothing else. The quotes that retire with a retired fact come from
+        :meth:`facts_from_messages`.
         """
         if not subject_ids:
             return []
-        wanted = sorted({p.casefold() for p in predicates} - {"statement"})  # compared as the rules compare them
+        wanted = sorted({p.casefold() for p in rivals} - {STATEMENT})  # compared as the rules compare them
+        keys: dict[str, set[str]] = {}
+        for predicate, obj in restated:
+            if predicate.casefold() not in wanted:
+                keys.setdefault(predicate.casefold(), set()).add(normalize_name(obj))
         marks = ",".join("?" * len(subject_ids))
         where = f"user_id = ? AND subject_id IN ({marks}) AND valid_until IS NULL AND superseded_by IS NULL"
+        head = f"SELECT {_ORDERED_FACTS} FROM facts INDEXED BY facts_rule_keys WHERE {where}"
         parts: list[tuple[str, list[Any]]] = []
-        keys = sorted({normalize_name(o) for o in statements})  # as the rules compare them
         if wanted:
-            parts.append((f"SELECT {_ORDERED_FACTS} FROM facts INDEXED BY facts_rule_keys WHERE {where} "
-                          f"AND lower(predicate) IN ({','.join('?' * len(wanted))})", [user_id, *subject_ids, *wanted]))
-        if keys:  # lower() as the index has it; the rules' own test is the exact predicate
-            parts.append((f"SELECT {_ORDERED_FACTS} FROM facts INDEXED BY facts_rule_keys WHERE {where} "
-                          f"AND lower(predicate) = 'statement' AND predicate = 'statement' "
-                          f"AND object_key IN ({','.join('?' * len(keys))})", [user_id, *subject_ids, *keys]))
+            parts.append((f"{head} AND lower(predicate) IN ({','.join('?' * len(wanted))})",
+                          [user_id, *subject_ids, *wanted]))
+        for predicate, objects in sorted(keys.items()):
+            # lower() as the index has it; for statements the rules' own test is the exact predicate
+            exact = " AND predicate = 'statement'" if predicate == STATEMENT else ""
+            parts.append((f"{head} AND lower(predicate) = ?{exact} AND object_key IN ({','.join('?' * len(objects))})",
+                          [user_id, *subject_ids, predicate, *sorted(objects)]))
         if ids:
             parts.append((f"SELECT {_ORDERED_FACTS} FROM facts WHERE id IN ({','.join('?' * len(ids))}) "
                           f"AND +user_id = ? AND +subject_id IN ({marks}) AND valid_until IS NULL "

@@ -1,7 +1,7 @@
 """The update rules read only the facts they can touch, and decide as if they had read them all.
 
-``Ingestor._plan`` reads a subject's facts with the proposed predicates, the statements
-said again word for word and the flagged ids, and, only when something retires, the
+``Ingestor._plan`` reads a subject's facts with the proposed single-valued predicates, the
+facts said again (same predicate and object key: statements word for word) and the flagged ids, and, only when something retires, the
 facts of the same messages (the quotes that retire with it, and the facts that keep a
 quote current). The oracle here is the rules over every current fact of the subjects:
 each episode's plan must be the same.
@@ -70,6 +70,32 @@ def test_quotes_retire_only_when_every_fact_of_their_message_has(make_memory):
     current = {f.content for f in memory.facts("dana") if f.is_current}
     assert "Dana: I live in London and I work at Initech." not in current  # both of its facts are gone
     assert any("Paris" in c for c in current) and not any("London" in c for c in current)
+
+
+def test_a_predicate_of_many_values_reads_only_the_values_said_again(make_memory):
+    memory = make_memory()
+    checked = _compared(memory)
+    reads = []
+    candidates = memory._stores.records.rule_candidates
+
+    def counted(*args, **kwargs):
+        found = candidates(*args, **kwargs)
+        reads.append(len(found))
+        return found
+
+    memory._stores.records.rule_candidates = counted
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    said = [f"I like {thing}." for thing in ("jazz", "hiking", "chess", "tea", "opera", "golf")]
+    said += ["I no longer like jazz.", "I like Hiking!", "I live in Oslo.", "I moved to Bergen."]
+    for n, text in enumerate(said):
+        memory.conversation_end(f"s{n}", [Message(text, name="Dana", timestamp=t0 + timedelta(days=n))],
+                                user_id="dana")
+    assert len(checked) == len(said)  # every plan is the plan over all of Dana's facts
+    # "I no longer like jazz" and "I like Hiking!" read one "likes" fact each (and its quote), not six
+    assert reads[6] <= 2 and reads[7] <= 2, reads
+    current = {f.content for f in memory.facts("dana") if f.is_current and f.predicate != "statement"}
+    assert not any("jazz" in c for c in current) and any("hiking" in c.casefold() for c in current)
+    assert any("Bergen" in c for c in current) and not any("Oslo" in c for c in current)
 
 
 def test_a_folder_from_before_the_object_key_gets_it_on_open(make_memory, tmp_path):
