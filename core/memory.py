@@ -47,6 +47,9 @@ __all__ = ["MaintenanceReport", "Memory"]
 
 #: What ``Episode.status`` can be: stored and extraction to come, extracted, or given up on.
 EPISODE_STATUSES = ("pending", "done", "failed")
+#: How often a thread checkpoints SQLite's write-ahead log, so that no commit does it
+#: (:meth:`RecordStore.checkpoint_in_background`): a quarter second of writes is at most a few MB of log.
+CHECKPOINT_S = 0.25
 
 
 class Memory:
@@ -110,6 +113,8 @@ class Memory:
             timeout_s=limits.cypher_timeout_s, max_rows=limits.cypher_max_rows, memory_mb=limits.cypher_memory_mb,
             tenants=limits.cypher_cache_tenants))
         self._workers = Workers(self)
+        records.checkpoint_in_background()
+        self._workers.every("zep-checkpoint", CHECKPOINT_S, records.checkpoint)
         if self.config.index_writes == "background":
             self._workers.start("zep-indexer", self._sync.run_indexer, wake=self._sync.wake)
         if self.config.auto_refresh:

@@ -1,10 +1,10 @@
 """The update rules read only the facts they can touch, and decide as if they had read them all.
 
 ``Ingestor._plan`` reads a subject's facts with the proposed single-valued predicates, the
-facts said again (same predicate and object key: statements word for word) and the flagged ids, and, only when something retires, the
-facts of the same messages (the quotes that retire with it, and the facts that keep a
-quote current). The oracle here is the rules over every current fact of the subjects:
-each episode's plan must be the same.
+facts said again (same predicate and object key: statements word for word) and the flagged
+ids, and, only when something retires, the facts of the same messages (the quotes that
+retire with it, and the facts that keep a quote current). The oracle here is the rules
+over every current fact of the subjects: each episode's plan must be the same.
 """
 
 from __future__ import annotations

@@ -1,0 +1,79 @@
+"""SQLite's write-ahead log is checkpointed by a thread of the memory, not inside the writer's commits."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from zep_core.stores.records import RecordStore
+
+PAGE = 4096
+
+
+def _wal_pages(db: Path) -> int:
+    wal = db.with_name(db.name + "-wal")
+    return (wal.stat().st_size - 32) // (PAGE + 24) if wal.exists() else 0  # header, then a header per frame
+
+
+def test_the_writer_leaves_checkpoints_to_checkpoint_and_nothing_is_lost(tmp_path):
+    db = tmp_path / "zep.db"
+    store = RecordStore(db)
+    store.checkpoint_in_background()
+    value = "x" * 100_000  # ~25 pages a write: 3,000 in all, three times SQLite's own checkpoint threshold
+    for i in range(120):
+        with store.transaction():
+            store.set_meta(f"k{i}", value)
+    # Checkpointing in the commit would have restarted the log at ~1,000 pages; nothing did, so it grew
+    assert _wal_pages(db) > 2_000
+    assert store.checkpoint() == 0  # all of it copied, the writer still open
+    with store.transaction():
+        store.set_meta("after", "y")  # the writer goes on after a checkpoint (the log restarts)
+    store.close()
+    assert not db.with_name(db.name + "-wal").exists()  # the writer's close removed the log
+    again = RecordStore(db)
+    try:
+        assert [again.get_meta(k) for k in ("k0", "k119", "after")] == [value, value, "y"]
+    finally:
+        again.close()
+
+
+def test_a_checkpoint_beside_a_writer_neither_waits_nor_blocks_it(tmp_path):
+    db = tmp_path / "zep.db"
+    store = RecordStore(db)
+    store.checkpoint_in_background()
+    stop = threading.Event()
+    left: list[int] = []
+
+    def checkpointing() -> None:
+        while not stop.is_set():
+            left.append(store.checkpoint())
+
+    thread = threading.Thread(target=checkpointing)
+    thread.start()
+    try:
+        for i in range(200):
+            with store.transaction():
+                store.set_meta(f"k{i % 7}", str(i) * 5_000)
+    finally:
+        stop.set()
+        thread.join()
+    assert left and store.checkpoint() == 0
+    assert store.get_meta("k3") == str(199 - (199 - 3) % 7) * 5_000  # the last value written to k3
+    store.close()
+
+
+def test_a_memory_checkpoints_in_a_thread_of_its_own(make_memory):
+    memory = make_memory()
+    records, db = memory._stores.records, memory.data_dir / "zep.db"
+    assert records.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 16_000  # the writer's backstop only
+    size = db.stat().st_size
+    for i in range(120):  # ~3,000 pages of log, far below the backstop
+        with records.transaction():
+            records.set_meta(f"k{i}", "x" * 100_000)
+    deadline = time.monotonic() + 30  # pages reach the database file only by a checkpoint: the thread's
+    while db.stat().st_size - size < 2_000 * PAGE and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert db.stat().st_size - size >= 2_000 * PAGE
+    memory.close()
+    assert not any(t.name == "zep-checkpoint" and t.is_alive() for t in threading.enumerate())
