@@ -74,6 +74,7 @@ class RecordStore:
         self._lock = threading.RLock()
         self._checkpointer: sqlite3.Connection | None = None  # opened by the first checkpoint()
         self._closing = False
+        self._tables: set[str] = set()  # lexical tables known to exist; a drop or a rollback clears it
         self._checkpoint_lock = threading.Lock()
         version = self.get_meta("schema_version")
         if version is not None and int(version) > SCHEMA_VERSION:
@@ -99,8 +100,11 @@ class RecordStore:
             try:
                 with self.db.atomic():
                     yield
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite write failed in {self.path}: {exc}") from exc
+            except BaseException as exc:
+                self._tables.clear()  # a table made inside may be gone with the rollback
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"SQLite write failed in {self.path}: {exc}") from exc
+                raise
 
     def _rows(self, sql: str, params: Sequence[Any] | dict = ()) -> list[tuple]:
         with self._lock:
@@ -212,6 +216,7 @@ class RecordStore:
         """Delete every row of a user, and their lexical index (call inside :meth:`transaction`)."""
         for table in ("messages", "episodes", "facts", "entities", "aliases", "session_messages"):
             self._exec(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
+        self._tables.clear()
         self._exec(f"DROP TABLE IF EXISTS {fts.table_name(user_id)}")
 
     # -- episodes ---------------------------------------------------------------
@@ -313,7 +318,9 @@ class RecordStore:
             by_user.setdefault(s.fact.user_id, []).append(s.fact.id)
         for user, ids in by_user.items():
             table = fts.table_name(user)
-            self._exec(fts.create_sql(table))
+            if table not in self._tables:
+                self._exec(fts.create_sql(table))
+                self._tables.add(table)
             self._rows_in(fts.index_sql(table), ids, [user])
 
     def _unindex(self, ids: Sequence[str]) -> None:
@@ -326,7 +333,11 @@ class RecordStore:
                 self._many(f"DELETE FROM {fts.table_name(user)} WHERE rowid = ?", [(r,) for r in rowids])
 
     def _has_table(self, name: str) -> bool:
-        return bool(self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name]))
+        """Whether a lexical table exists (``sqlite_master`` has no index, and at 100 users ~700 rows)."""
+        if name not in self._tables and self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                                   [name]):
+            self._tables.add(name)
+        return name in self._tables
 
     def update_facts(self, facts: Iterable[Fact]) -> None:
         """Rewrite the mutable columns of stored facts (supersession, reinforcement).
@@ -608,6 +619,7 @@ class RecordStore:
 
     def rebuild_lexical(self) -> int:
         """Recreate every user's lexical index from the facts (call inside :meth:`transaction`); returns rows."""
+        self._tables.clear()
         for table in self._lexical_tables():
             self._exec(f"DROP TABLE {table}")
         for (user,) in self._rows("SELECT DISTINCT user_id FROM facts"):

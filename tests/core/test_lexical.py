@@ -222,3 +222,23 @@ def test_an_older_folder_gets_the_index_on_open(tmp_path, embedder, version):
     db = sqlite3.connect(data / "zep.db")
     assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
     db.close()
+
+
+def test_a_users_first_write_rolled_back_takes_its_new_index_table_with_it(memory, monkeypatch):
+    records = memory._stores.records
+    real = records.set_episode_status
+    calls = []
+
+    def fail_once(*args, **kwargs):  # after the facts and their lexical rows are written, inside the transaction
+        calls.append(args)
+        if len(calls) == 1:
+            raise RuntimeError("disk went away")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(records, "set_episode_status", fail_once)
+    with pytest.raises(RuntimeError):
+        talk(memory, "new", ("Noa", "I keep bees on the roof."))
+    assert table_name("new") not in lexical_tables(records.db.conn)  # rolled back with the write
+    talk(memory, "new", ("Noa", "I keep goats in the yard."), session="s2")
+    assert contents(memory.get_context("goats", user_id="new", threshold=0.99)) == ["Noa: I keep goats in the yard."]
+    assert memory.check_consistency() == {}
