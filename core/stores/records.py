@@ -48,6 +48,9 @@ _CHUNK = 500  # ids per ``IN (?, …)`` list
 #: checkpoints the write-ahead log itself only past this many pages (~64 MB): a backstop if the
 #: checkpointing thread falls behind. SQLite's default is 1,000 pages, checkpointed inside a commit.
 _WAL_BACKSTOP_PAGES = 16_000
+#: ... and the log file is cut back to this size when it restarts after a checkpoint (SQLite
+#: reuses the file and never shrinks it): about what SQLite's own checkpoints leave.
+_WAL_KEEP_BYTES = 4 << 20
 #: Fact columns, then the rowid: rows sorted by :func:`_storage_order` come in one order whatever the plan.
 _ORDERED_FACTS = f"{FACT_COLUMNS}, rowid"
 
@@ -74,6 +77,7 @@ class RecordStore:
         self._lock = threading.RLock()
         self._checkpointer: sqlite3.Connection | None = None  # opened by the first checkpoint()
         self._closing = False
+        self._last_log = -1  # log pages at the last checkpoint(): unchanged means no commit since
         self._tables: set[str] = set()  # lexical tables known to exist; a drop or a rollback clears it
         self._checkpoint_lock = threading.Lock()
         version = self.get_meta("schema_version")
@@ -160,9 +164,11 @@ class RecordStore:
         SQLite checkpoints inside the commit that passes 1,000 pages of log: the writer
         then copies pages into the database file and syncs it. At 100k facts that was
         ~12 % of a bulk ingest (bench/findings.md). Afterwards the writer checkpoints
-        only past :data:`_WAL_BACKSTOP_PAGES`, should :meth:`checkpoint` stop being called.
+        only past :data:`_WAL_BACKSTOP_PAGES`, should :meth:`checkpoint` stop being called, and
+        a log grown meanwhile is cut back to :data:`_WAL_KEEP_BYTES` when it restarts.
         """
         self._exec(f"PRAGMA wal_autocheckpoint = {_WAL_BACKSTOP_PAGES}")
+        self._exec(f"PRAGMA journal_size_limit = {_WAL_KEEP_BYTES}")
 
     def checkpoint(self) -> int:
         """Copy the committed log into the database file, beside the writer; return the log pages left uncopied.
@@ -170,6 +176,10 @@ class RecordStore:
         A ``PASSIVE`` checkpoint on a connection of its own: it never waits for the writer
         or a reader, and it holds none of this store's locks, so commits go on meanwhile.
         What it cannot copy yet (pages the writer is adding) is copied by the next call.
+        Once nothing has been committed since the call before and the log is all copied,
+        a log file grown past :data:`_WAL_KEEP_BYTES` is emptied (``TRUNCATE``; if a
+        writer or reader is at work it is left for a later call, never waited for): an
+        idle memory does not keep a bulk load's log on disk.
         """
         with self._checkpoint_lock:
             if self._closing:  # a late call from a thread being stopped: the writer's close checkpoints
@@ -177,11 +187,20 @@ class RecordStore:
             try:
                 if self._checkpointer is None:
                     self._checkpointer = sqlite3.connect(str(self.path), check_same_thread=False,
-                                                         isolation_level=None)
+                                                         isolation_level=None, timeout=0)
+                    self._checkpointer.execute("PRAGMA busy_timeout = 0")
                 _, log_pages, copied = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                idle, self._last_log = log_pages == self._last_log, log_pages
+                if idle and 0 < log_pages == copied and log_pages * self._page_size() > _WAL_KEEP_BYTES:
+                    self._checkpointer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                    self._last_log = 0
                 return max(int(log_pages) - int(copied), 0)  # -1, -1 when the database is not in WAL mode
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite checkpoint failed in {self.path}: {exc}") from exc
+
+    def _page_size(self) -> int:
+        assert self._checkpointer is not None
+        return int(self._checkpointer.execute("PRAGMA page_size").fetchone()[0])
 
     def get_meta(self, key: str) -> str | None:
         """Read one metadata value (schema version, embedder identity…)."""
