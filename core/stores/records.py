@@ -191,16 +191,13 @@ class RecordStore:
                     self._checkpointer.execute("PRAGMA busy_timeout = 0")
                 _, log_pages, copied = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                 idle, self._last_log = log_pages == self._last_log, log_pages
-                if idle and 0 < log_pages == copied and log_pages * self._page_size() > _WAL_KEEP_BYTES:
+                if idle and 0 < log_pages == copied and (
+                        log_pages * self._checkpointer.execute("PRAGMA page_size").fetchone()[0] > _WAL_KEEP_BYTES):
                     self._checkpointer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
                     self._last_log = 0
                 return max(int(log_pages) - int(copied), 0)  # -1, -1 when the database is not in WAL mode
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite checkpoint failed in {self.path}: {exc}") from exc
-
-    def _page_size(self) -> int:
-        assert self._checkpointer is not None
-        return int(self._checkpointer.execute("PRAGMA page_size").fetchone()[0])
 
     def get_meta(self, key: str) -> str | None:
         """Read one metadata value (schema version, embedder identity…)."""

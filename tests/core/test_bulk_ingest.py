@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from zep_core.ingest_files import EpisodeInput, ingest
 from zep_core.providers.rules import RuleExtractor
 
 from tests.core.fakes import ScriptedExtractor, said
+from tests.core.waiting import until
 
 UTC = timezone.utc
 START = datetime(2023, 3, 1, 9, tzinfo=UTC)
@@ -329,7 +329,7 @@ def test_a_users_index_writes_wait_for_its_last_batch_and_a_read_in_between_sees
         if next(calls) % 7:  # not the last episode of a batch
             return
         if ends and index_writes == "background":  # Alice's last episode was in this batch: she was released
-            assert _until(lambda: records.outbox_size("alice") == 0)
+            assert until(lambda: records.outbox_size("alice") == 0)
         queued = (records.outbox_size("alice"), records.outbox_size("bob"))
         found = "Berlin" in memory.context_block("Where does Alice live?", user_id="alice")
         ends.append((*queued, found))
@@ -347,12 +347,3 @@ def test_a_users_index_writes_wait_for_its_last_batch_and_a_read_in_between_sees
     assert found_1 and found_2 and found_3  # each read applied what it needed first
     memory.flush()
     assert records.outbox_size() == 0 and memory.check_consistency() == {}
-
-
-def _until(condition, limit_s: float = 60.0) -> bool:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()

@@ -10,16 +10,7 @@ import time
 import pytest
 from zep_core import sync
 
-LIMIT_S = 30.0
-
-
-def _until(condition, limit_s: float = LIMIT_S) -> bool:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
+from tests.core.waiting import LIMIT_S, until
 
 
 @pytest.fixture
@@ -46,7 +37,7 @@ def test_no_pass_while_an_episode_is_processed_and_one_once_writers_are_quiet(ma
         time.sleep(0.3)  # far longer than QUIET_S: the indexer is awake and waiting
         assert records.outbox_size("ann"), "the indexer ran a pass beside a writer"
         assert memory._stores.vectors.count("ann", "current") == 0
-    assert _until(lambda: records.outbox_size() == 0), "the indexer never ran once the writers were quiet"
+    assert until(lambda: records.outbox_size() == 0), "the indexer never ran once the writers were quiet"
     assert memory._stores.vectors.count("ann", "current") == _current(memory) > 0
     assert memory.check_consistency() == {}
 
@@ -54,7 +45,7 @@ def test_no_pass_while_an_episode_is_processed_and_one_once_writers_are_quiet(ma
 def test_a_lone_episode_is_indexed_without_a_read(make_memory, long_gather):
     memory = make_memory(index_writes="background")
     _episode(memory, "s1", "I live in Oslo.")
-    assert _until(lambda: memory._stores.records.outbox_size() == 0)
+    assert until(lambda: memory._stores.records.outbox_size() == 0)
     assert memory._stores.vectors.count("ann", "current") == _current(memory) > 0
     assert [e.name for e in memory.related_entities("Ann", user_id="ann")] == ["Oslo"]
 
@@ -75,7 +66,7 @@ def test_a_stream_is_indexed_in_fewer_passes_than_episodes(make_memory, monkeypa
     with memory._sync.writing():
         for i in range(12):
             _episode(memory, f"s{i}", f"I visited Town{i} last week.")
-    assert _until(lambda: memory._stores.records.outbox_size() == 0)
+    assert until(lambda: memory._stores.records.outbox_size() == 0)
     assert len(passes) == 1, passes
     assert memory.check_consistency() == {}
 
