@@ -126,6 +126,24 @@ class _Extracted:
     known_ids: set[str]
 
 
+def _batches(n: int, size: int, *, short_last: bool) -> list[tuple[int, int]]:
+    """``(start, end)`` of the batches of ``n`` episodes: ``size`` each, or less for the last.
+
+    With ``short_last`` (index writes go in the background) the last batch is cut to a
+    quarter of ``size``. A batch's index writes run while the batch after it is
+    processed, but nothing follows the last one: its users' writes are what is left
+    when the call ends. Writing a batch's users takes about half as long as processing
+    the batch (bench/findings.md), so the writes of the batch before a quarter batch are
+    mostly done when it commits, and what is left is a quarter batch's.
+    """
+    bounds = [(start, min(start + size, n)) for start in range(0, n, size)]
+    quarter = max(1, size // 4)
+    if short_last and bounds and bounds[-1][1] - bounds[-1][0] > quarter:
+        start, end = bounds.pop()
+        bounds += [(start, end - quarter), (end - quarter, end)]
+    return bounds
+
+
 def _by_user(episodes: Sequence[_Prepared]) -> list[int]:
     """Positions of ``episodes`` with each user's together, in input order; users in order of first appearance.
 
@@ -241,7 +259,8 @@ class Ingestor:
         as it would one by one. An extractor that ``needs_known_facts`` (they depend on
         the episodes before) gets the batch one episode at a time through :meth:`process`
         once it is stored. Once a batch holding a user's last episode commits, that user
-        is released to the background indexer (:meth:`IndexSync.release`).
+        is released to the background indexer (:meth:`IndexSync.release`); the last batch
+        is cut short so that little is left to write when the call ends (:func:`_batches`).
 
         Raises:
             ValidationError: naming the episode's position (from 0), before anything is written.
@@ -254,10 +273,9 @@ class Ingestor:
         last = {prepared[k].user_id: n for n, k in enumerate(order)}  # where each user's last episode is
         results: list[IngestResult | None] = [None] * len(prepared)
         with self.sync.deferred():  # each user's indexes are written once, after its last batch
-            for start in range(0, len(order), batch_size):
-                positions = order[start:start + batch_size]
+            for start, end in _batches(len(order), batch_size, short_last=not self.sync.apply_at_commit):
+                positions = order[start:end]
                 batch = self._ingest_batch([prepared[k] for k in positions])
-                end = start + len(positions)
                 self.sync.release({prepared[k].user_id for k in positions if last[prepared[k].user_id] < end})
                 for k, result in zip(positions, batch):
                     results[k] = result

@@ -227,8 +227,9 @@ class Memory:
         before) processes the stored batch one episode at a time instead, with the same
         results. Each user's Chroma collection and graph are written once per call: the
         background indexer writes a user's as soon as the batch holding its last episode
-        has committed, while the next batches are processed, and the rest at the end;
-        a read in between still sees every committed batch.
+        has committed, while the next batches are processed, and the rest at the end (the
+        last batch is cut to a quarter of ``batch_size``, so that rest is small); a read in
+        between still sees every committed batch.
         Episode ids already stored for the user are ``duplicate``: running an import
         again adds nothing.
 
@@ -236,7 +237,8 @@ class Memory:
             episodes: :class:`~zep_core.ingest_files.EpisodeInput` tuples, or mappings (or
                 objects) with ``session_id``, ``messages``, and optionally ``user_id``
                 (default ``"default"``) and ``episode_id`` (as for :meth:`conversation_end`).
-            batch_size: episodes per batch (1..100000): stored, embedded and committed together.
+            batch_size: episodes per batch, at most (1..100000): stored, embedded and
+                committed together.
             progress: called after each batch commits as ``progress(position, result)`` for
                 each of its episodes (``position`` in the input, from 0; batches group each
                 user's episodes, so positions can come out of order).

@@ -254,7 +254,8 @@ def test_every_episode_is_stored_before_extraction_and_a_failure_leaves_only_its
     memory = make_memory(extractor=extractor)
     extractor.memory = memory
     results = memory.conversation_end_many(episodes()[:12], batch_size=6)
-    assert extractor.stored_at_call == [6] * 6 + [12] * 6  # each batch stored whole before its first extraction
+    # each batch stored whole before its first extraction: 6, then 5 and 1 (the last batch cut to a quarter of 6)
+    assert extractor.stored_at_call == [6] * 6 + [11] * 5 + [12]
     assert [r.status for r in results] == ["done"] * 9 + ["pending"] + ["done"] * 2
     boom = memory.get_episode("ep-09-boom")
     assert boom.status == "pending" and "model overloaded" in boom.error
@@ -263,6 +264,22 @@ def test_every_episode_is_stored_before_extraction_and_a_failure_leaves_only_its
     assert report.completed == 1 and report.still_pending == ()
     assert memory.get_episode("ep-09-boom").status == "done"
     assert "Bob has a dog." in [f.content for f in memory.facts("bob")]
+
+
+@pytest.mark.parametrize(("index_writes", "batches"), [("background", [8, 8, 2, 2]), ("sync", [8, 8, 4])])
+def test_the_last_batch_is_cut_to_a_quarter_when_the_index_writes_go_in_the_background(make_memory, tmp_path,
+                                                                                        index_writes, batches):
+    # What is left to index when the call ends is the last batch's users; with no background indexer everything
+    # is indexed at the end anyway, and the batches stay whole.
+    extractor = Failing(sessions=())
+    memory = make_memory(tmp_path / index_writes, extractor=extractor, index_writes=index_writes)
+    extractor.memory = memory
+    results = memory.conversation_end_many(episodes()[:20], batch_size=8)
+    stored = list(itertools.accumulate(batches))
+    assert extractor.stored_at_call == [n for size, n in zip(batches, stored) for _ in range(size)]
+    assert [r.status for r in results] == ["done"] * 20
+    memory.flush()
+    assert memory.check_consistency() == {}
 
 
 def test_each_batch_embeds_its_facts_and_new_entities_in_one_call(make_memory, embedder):
@@ -324,9 +341,12 @@ def test_a_users_index_writes_wait_for_its_last_batch_and_a_read_in_between_sees
     records = memory._stores.records
     ends: list[tuple[int, int, bool]] = []  # per batch: Alice's and Bob's queued index writes, what a read finds
     calls = itertools.count(1)
+    # batches: Alice's first 7 episodes (the 5th moves her to Berlin); her last 2 and Bob's first 5; Bob's last,
+    # Carol's and Dave's, the last of Dave's a batch of its own when the index writes go in the background
+    batch_ends = {7, 14, 20, 21} if index_writes == "background" else {7, 14, 21}
 
     def progress(position, result):
-        if next(calls) % 7:  # not the last episode of a batch
+        if next(calls) not in batch_ends:
             return
         if ends and index_writes == "background":  # Alice's last episode was in this batch: she was released
             assert until(lambda: records.outbox_size("alice") == 0)
@@ -334,16 +354,15 @@ def test_a_users_index_writes_wait_for_its_last_batch_and_a_read_in_between_sees
         found = "Berlin" in memory.context_block("Where does Alice live?", user_id="alice")
         ends.append((*queued, found))
 
-    # batches: Alice's first 7 episodes (the 5th moves her to Berlin); her last 2 and Bob's first 5; Bob's last,
-    # Carol's and Dave's
     memory.conversation_end_many(episodes()[:21], batch_size=7, progress=progress)
-    (alice_1, _, found_1), (alice_2, bob_2, found_2), (_, _, found_3) = ends
+    assert len(ends) == len(batch_ends)
+    (alice_1, _, found_1), (alice_2, bob_2, found_2), *later = ends
     assert alice_1 > 0  # held back while Alice has episodes to come
     assert bob_2 > 0  # Bob's wait for his last episode, in the third batch
     if index_writes == "background":
         assert alice_2 == 0  # indexed during the call, once her last batch committed
     else:
         assert alice_2 > 0  # no background indexer: everything at the end of the call
-    assert found_1 and found_2 and found_3  # each read applied what it needed first
+    assert found_1 and found_2 and all(found for *_, found in later)  # each read applied what it needed first
     memory.flush()
     assert records.outbox_size() == 0 and memory.check_consistency() == {}
