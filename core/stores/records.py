@@ -99,11 +99,29 @@ class RecordStore:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One atomic write: everything inside commits together or not at all."""
+        """One atomic write: everything inside commits together or not at all.
+
+        It takes SQLite's write lock when it begins (``BEGIN IMMEDIATE``; nested, a
+        savepoint). A transaction begun for reading holds only a snapshot, and SQLite
+        refuses at once ("database is locked", no waiting) to make it a writer if the log
+        was reset since the snapshot, as the background checkpoint does to an idle log
+        (:meth:`checkpoint`); holding the write lock, no reset can come in between.
+        """
         with self._lock:
+            conn = self.db.conn
             try:
-                with self.db.atomic():
+                if conn.in_transaction:
+                    with self.db.atomic():  # a savepoint inside the transaction already open
+                        yield
+                    return
+                conn.execute("BEGIN IMMEDIATE")
+                try:
                     yield
+                except BaseException:
+                    if conn.in_transaction:  # SQLite may have rolled it back already
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
             except BaseException as exc:
                 self._tables.clear()  # a table made inside may be gone with the rollback
                 if isinstance(exc, sqlite3.Error):

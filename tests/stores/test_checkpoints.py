@@ -85,3 +85,28 @@ def test_a_memory_checkpoints_in_a_thread_of_its_own(make_memory):
     assert db.stat().st_size - size >= 2_000 * PAGE
     memory.close()
     assert not mine[0].is_alive()  # stopped with the memory
+
+
+def test_a_transaction_that_reads_first_still_writes_when_the_idle_log_is_emptied_meanwhile(tmp_path):
+    # A transaction that read before it wrote used to hold a read snapshot only: emptying the log (TRUNCATE)
+    # between its read and its first write made SQLite refuse the write at once ("database is locked").
+    db = tmp_path / "zep.db"
+    store = RecordStore(db)
+    store.checkpoint_in_background()
+    for i in range(120):  # ~3,000 pages of log, past the size an idle log is emptied at
+        with store.transaction():
+            store.set_meta(f"k{i}", "x" * 100_000)
+    assert store.checkpoint() == 0 and _wal_pages(db) > 2_000  # all copied; the next call finds the log idle
+    left: list[int] = []
+    try:
+        with store.transaction():
+            assert store.get_meta("k0") == "x" * 100_000  # the transaction reads first ...
+            checkpointing = threading.Thread(target=lambda: left.append(store.checkpoint()))
+            checkpointing.start()  # ... the idle log is emptied now if it can be ...
+            checkpointing.join()
+            store.set_meta("after", "y")  # ... and then it writes
+        assert left == [0]  # the log was not emptied under the writer
+        assert store.get_meta("after") == "y" and store.get_meta("k119") == "x" * 100_000
+        assert 0 < _wal_pages(db) * PAGE <= 4 << 20  # the write restarted the copied log, cut back
+    finally:
+        store.close()
