@@ -133,8 +133,9 @@ def _batches(n: int, size: int, *, short_last: bool) -> list[tuple[int, int]]:
     quarter of ``size``. A batch's index writes run while the batch after it is
     processed, but nothing follows the last one: its users' writes are what is left
     when the call ends. Writing a batch's users takes about half as long as processing
-    the batch (bench/findings.md), so the writes of the batch before a quarter batch are
-    mostly done when it commits, and what is left is a quarter batch's.
+    the batch, more when the two share the cores (bench/findings.md), so the writes of
+    the batch before a quarter batch are mostly done when it commits, and what is left is
+    a quarter batch's.
     """
     bounds = [(start, min(start + size, n)) for start in range(0, n, size)]
     quarter = max(1, size // 4)

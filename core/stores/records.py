@@ -117,11 +117,11 @@ class RecordStore:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     yield
+                    conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:  # SQLite may have rolled it back already
                         conn.execute("ROLLBACK")
                     raise
-                conn.execute("COMMIT")
             except BaseException as exc:
                 self._tables.clear()  # a table made inside may be gone with the rollback
                 if isinstance(exc, sqlite3.Error):
