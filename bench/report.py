@@ -227,7 +227,9 @@ def _scale(res: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
              "* **get_context**: distinct queries (the embedder's cache misses), against the floor — the same "
              "per-user Chroma collection queried directly with the precomputed vector for the same k, plus "
              "the embedding time on its own, interleaved query by query; `context_block` beside it (same "
-             "texts, embedding cached);",
+             "texts, embedding cached), and `get_context` `as_of` the middle of the data's time line (same "
+             "texts, embedding cached; superseded facts are searched in SQLite; `as_of` answers with a "
+             "superseded fact: how many answers held a fact no longer current);",
              "* **bulk ingest** (`conversation_end_many`, 256 episodes a batch) until all three stores hold the "
              "episodes, against the embedder's own throughput: the very texts the ingest embedded, in the same "
              "calls, embedded again on their own (`x embedder` = ingest texts/s over embedder texts/s);",
@@ -238,13 +240,16 @@ def _scale(res: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
              "![get_context latency against size](latency.png)", ""]
     table = []
     for r in rows:
-        block = r.get("context_block_cached_ms") or {}
+        block, then = r.get("context_block_cached_ms") or {}, r.get("get_context_as_of_cached_ms") or {}
+        historic = r.get("as_of_answers_with_superseded_facts")
         table.append([str(r["facts"]), _ms(r["get_context_ms"]["p50"]), _ms(r["get_context_ms"]["p95"]),
                       _ms(r["get_context_ms"]["p99"]), _ms(r["floor_ms"]["p95"]), f"{r['ratio_to_floor']['p95']:.2f}",
-                      _ms(r["get_context_cached_ms"]["p95"]), _ms(block.get("p95")),
+                      _ms(r["get_context_cached_ms"]["p95"]), _ms(block.get("p95")), _ms(then.get("p95")),
+                      f"{historic} of {r['queries']}" if historic is not None else "–",
                       _ms(r["embed_query_ms"]["p95"]), _ms(r["chroma_query_ms"]["p95"])])
     lines += _table(["facts", "p50 ms", "p95 ms", "p99 ms", "floor p95", "ours / floor (p95)", "cached p95",
-                     "context_block p95 (cached)", "embed p95", "Chroma p95"], table)
+                     "context_block p95 (cached)", "as_of p95 (cached)", "as_of answers with a superseded fact",
+                     "embed p95", "Chroma p95"], table)
     ingest = []
     for r in rows:
         bulk, one = r.get("bulk") or {}, r["ingest"]

@@ -16,7 +16,9 @@ data folder grows through the sizes; at each size we measure:
   and the rules cost nothing). Between sizes the folder is bulk-loaded the same way;
 * ``get_context`` latency p50/p95/p99 over distinct query texts (the query embedding
   included: the embedder's cache misses), and again with the same texts (cache hits);
-  ``context_block`` with the same texts beside it (embedding cached);
+  ``context_block`` with the same texts beside it (embedding cached); and ``get_context``
+  ``as_of`` the middle of the data's time line (embedding cached): what was true then,
+  superseded facts searched in SQLite, with how many answers held a fact no longer current;
 * the **floor**: the same per-user Chroma collection queried directly with the
   precomputed vector for the same k, and the embedding time on its own; the ratio of
   ours to floor + embedding;
@@ -37,6 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -79,15 +82,32 @@ class RecordingEmbedder:
         self.inner.cache_clear()
 
 
+_Episode = tuple[SynthUser, str, list[dict]]  # (user, session id, messages), as bench.synth makes them
+
+
 class _Loader:
     """Feeds synthetic episodes into a memory: one call each, or in bulk."""
 
     def __init__(self, memory: Any, users: list[SynthUser], seed: int) -> None:
         self.memory = memory
         self.users = users
-        self.stream: Iterator[tuple[SynthUser, str, list[dict]]] = episodes(users, seed)
+        self.stream: Iterator[_Episode] = self._timed(episodes(users, seed))
         self.facts = 0
         self.episodes = 0
+        self.first_said: datetime | None = None  # the data's time line so far (message timestamps)
+        self.last_said: datetime | None = None
+
+    def _timed(self, stream: Iterator[_Episode]) -> Iterator[_Episode]:
+        """The episodes as they go by, noting the time line they span."""
+        for user, session, msgs in stream:
+            self.first_said = self.first_said or msgs[0]["timestamp"]
+            self.last_said = msgs[-1]["timestamp"]
+            yield user, session, msgs
+
+    def halfway(self) -> datetime:
+        """The middle of the time line the memory holds: an ``as_of`` that finds facts superseded since."""
+        assert self.first_said is not None and self.last_said is not None, "nothing was ingested"
+        return self.first_said + (self.last_said - self.first_said) / 2
 
     def short(self, n: int) -> dict[str, Any]:
         """Ingest ``n`` short episodes one call each; timed until the indexes have them.
@@ -168,17 +188,20 @@ def _time_queries(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> list[f
     return times
 
 
-def _interleaved(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> dict[str, list[float]]:
-    """Per query, back to back: ours (cache miss), the embedding alone, the bare Chroma query, ours again (hit).
+def _interleaved(memory: Any, pairs: Sequence[tuple[SynthUser, str]], as_of: datetime) -> dict[str, Any]:
+    """Per query, back to back: ours (cache miss), the embedding alone, the bare Chroma query, ours again (hit),
+    ``context_block`` (hit), and ours ``as_of`` a past time (hit).
 
-    Interleaving puts ours and the floor under the same machine load.
+    Interleaving puts ours and the floor under the same machine load. ``historic`` counts the
+    ``as_of`` answers holding a fact that is no longer current: the history was searched.
     """
     from zep_core.stores.vectors import collection_name
 
     embedder = memory.embedder
     k = max(memory.config.semantic_candidates, memory.config.context_limit)
     probe = np.full(embedder.dimension, embedder.dimension ** -0.5, dtype=np.float32)
-    out: dict[str, list[float]] = {"ours": [], "cached": [], "embed": [], "chroma": [], "block": []}
+    out: dict[str, Any] = {"ours": [], "cached": [], "embed": [], "chroma": [], "block": [], "as_of": [],
+                           "historic": 0}
     with _BareChroma(memory.data_dir / "chroma", k) as bare:
         for user in {user.id: user for user, _ in pairs}.values():  # each index's first query loads it: not timed
             bare.query(collection_name(user.id, "current"), probe)
@@ -194,7 +217,11 @@ def _interleaved(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> dict[st
             t5 = time.perf_counter()
             memory.context_block(text, user_id=user.id, speaker=user.name)
             t6 = time.perf_counter()
-            for key, secs in (("ours", t1 - t0), ("embed", t2 - t1), ("cached", t5 - t4), ("block", t6 - t5)):
+            then = memory.get_context(text, user_id=user.id, speaker=user.name, as_of=as_of)
+            t7 = time.perf_counter()
+            out["historic"] += any(not f.is_current for f in then)
+            for key, secs in (("ours", t1 - t0), ("embed", t2 - t1), ("cached", t5 - t4), ("block", t6 - t5),
+                              ("as_of", t7 - t6)):
                 out[key].append(secs * 1000)
             out["chroma"].append(chroma_ms)
     return out
@@ -288,7 +315,8 @@ def measure(memory: Any, loader: _Loader, users: list[SynthUser], n_queries: int
     memory_rss = rss_mb()  # before the floor's own Chroma client loads a second copy of every index
     pairs = queries(users, n_queries, seed)
     memory.embedder.cache_clear()
-    times = _interleaved(memory, pairs)
+    as_of = loader.halfway()
+    times = _interleaved(memory, pairs, as_of)
     ours, cached, embed_ms, chroma_ms = times["ours"], times["cached"], times["embed"], times["chroma"]
     counts = memory.stats()["facts"]
     facts = counts["current"] + counts["superseded"]
@@ -300,6 +328,8 @@ def measure(memory: Any, loader: _Loader, users: list[SynthUser], n_queries: int
         "users": len(users), "queries": len(pairs),
         "get_context_ms": p_ours, "get_context_cached_ms": percentiles(cached),
         "context_block_cached_ms": percentiles(times["block"]),
+        "as_of": as_of.isoformat(), "get_context_as_of_cached_ms": percentiles(times["as_of"]),
+        "as_of_answers_with_superseded_facts": times["historic"],
         "chroma_query_ms": p_chroma, "embed_query_ms": p_embed, "floor_ms": floor,
         "ratio_to_floor": {p: round(p_ours[p] / floor[p], 2) for p in p_ours},
         "ratio_to_chroma": {p: round(p_ours[p] / p_chroma[p], 2) for p in p_ours},
@@ -401,13 +431,15 @@ def _merge_samples(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 def format_table(result: dict[str, Any]) -> str:
     """A plain-text table of the sizes, for the console."""
     lines = [f"{'facts':>8} {'eps/s':>6} {'ep p95':>6} {'bulk x':>6} {'p50':>7} {'p95':>7} {'p99':>7} "
-             f"{'block95':>7} {'chroma95':>8} {'embed95':>7} {'x floor95':>9} {'RSS MB':>7} {'B/fact':>7}"]
+             f"{'block95':>7} {'asof95':>7} {'chroma95':>8} {'embed95':>7} {'x floor95':>9} {'RSS MB':>7} "
+             f"{'B/fact':>7}"]
     for r in result["sizes"]:
         lines.append(f"{r['facts']:>8} {r['ingest']['episodes_per_s']:>6} "
                      f"{r['ingest']['episode_latency_ms']['p95']:>6} "
                      f"{r['bulk']['ratio_to_embedder']:>6} {r['get_context_ms']['p50']:>7} "
                      f"{r['get_context_ms']['p95']:>7} {r['get_context_ms']['p99']:>7} "
-                     f"{r['context_block_cached_ms']['p95']:>7} {r['chroma_query_ms']['p95']:>8} "
+                     f"{r['context_block_cached_ms']['p95']:>7} {r['get_context_as_of_cached_ms']['p95']:>7} "
+                     f"{r['chroma_query_ms']['p95']:>8} "
                      f"{r['embed_query_ms']['p95']:>7} {r['ratio_to_floor']['p95']:>9} {r['rss_mb']:>7} "
                      f"{r['disk_bytes_per_fact']:>7}")
     return "\n".join(lines)

@@ -111,7 +111,7 @@ def test_tiny_scale_run_reports_every_figure_against_its_same_run_baseline(tmp_p
     speed = bulk["ingest_texts_per_s"] / bulk["embedder_texts_per_s"]  # the ingest's pace over the embedder's
     assert bulk["ratio_to_embedder"] == pytest.approx(speed, abs=0.02) and speed > 0
     assert row["ingest"]["latency_episodes"] > 0 and row["ingest"]["episode_latency_ms"]["p95"] > 0
-    for key in ("get_context_ms", "floor_ms", "context_block_cached_ms"):
+    for key in ("get_context_ms", "floor_ms", "context_block_cached_ms", "get_context_as_of_cached_ms"):
         assert set(row[key]) == {"p50", "p95", "p99"}
     ours, floor = row["get_context_ms"]["p95"], row["floor_ms"]["p95"]
     assert row["ratio_to_floor"]["p95"] == pytest.approx(ours / floor, abs=0.01)
