@@ -179,27 +179,20 @@ class _Loader:
             self.episodes += 1
 
 
-def _time_queries(memory: Any, pairs: Sequence[tuple[SynthUser, str]]) -> list[float]:
-    times = []
-    for user, text in pairs:
-        t0 = time.perf_counter()
-        memory.get_context(text, user_id=user.id, speaker=user.name)
-        times.append((time.perf_counter() - t0) * 1000)
-    return times
+def _time_queries(memory: Any, pairs: Sequence[tuple[SynthUser, str]],
+                  as_of: datetime | None = None) -> tuple[list[float], int]:
+    """``get_context`` per query (ms, ``as_of`` if given), and how many answers held a fact no longer current.
 
-
-def _time_as_of(memory: Any, pairs: Sequence[tuple[SynthUser, str]], as_of: datetime) -> tuple[list[float], int]:
-    """``get_context`` ``as_of`` a past time per query (ms), and how many answers held a fact no longer current.
-
-    A pass of its own after :func:`_interleaved` (the texts' embeddings are cached by then),
-    so that reading the history does not change what the queries for now are timed at.
+    ``measure`` times ``as_of`` in a pass of its own after :func:`_interleaved` (the texts'
+    embeddings are cached by then), so that reading the history does not change what the
+    queries for now are timed at.
     """
     times, historic = [], 0
     for user, text in pairs:
         t0 = time.perf_counter()
-        then = memory.get_context(text, user_id=user.id, speaker=user.name, as_of=as_of)
+        answer = memory.get_context(text, user_id=user.id, speaker=user.name, as_of=as_of)
         times.append((time.perf_counter() - t0) * 1000)
-        historic += any(not f.is_current for f in then)
+        historic += any(not f.is_current for f in answer)
     return times, historic
 
 
@@ -325,7 +318,7 @@ def measure(memory: Any, loader: _Loader, users: list[SynthUser], n_queries: int
     memory.embedder.cache_clear()
     times = _interleaved(memory, pairs)
     as_of = loader.halfway()
-    as_of_ms, historic = _time_as_of(memory, pairs, as_of)
+    as_of_ms, historic = _time_queries(memory, pairs, as_of)
     ours, cached, embed_ms, chroma_ms = times["ours"], times["cached"], times["embed"], times["chroma"]
     counts = memory.stats()["facts"]
     facts = counts["current"] + counts["superseded"]

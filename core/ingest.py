@@ -500,7 +500,7 @@ class Ingestor:
             restated=sorted({(f.predicate, f.object) for f in proposals}), ids=sorted(contradicted))
         read: set[str] = set()
         while True:
-            plan = plan_updates(current, proposals, single_valued=self.config.single_valued_predicates,
+            plan = plan_updates(current, proposals, single_valued=single,
                                 contradicted=contradicted, now=now)
             messages = {m for f in plan.superseded for m in f.source_message_ids} - read
             if not messages:
