@@ -513,8 +513,10 @@ class RecordStore:
             parts.append((f"{head} AND lower(predicate) IN ({','.join('?' * len(wanted))})",
                           [user_id, *subject_ids, *wanted]))
         for predicate, objects in sorted(keys.items()):
-            # lower() as the index has it; for statements the rules' own test is the exact predicate
-            exact = " AND predicate = 'statement'" if predicate == STATEMENT else ""
+            # lower() as the index has it; for statements the rules' own test is the exact predicate.
+            # The unary + keeps SQLite from propagating the constant into lower(predicate) = ?, which
+            # then no longer matches the index: it walked every current fact of the speaker.
+            exact = " AND +predicate = 'statement'" if predicate == STATEMENT else ""
             parts.append((f"{head} AND lower(predicate) = ?{exact} AND object_key IN ({','.join('?' * len(objects))})",
                           [user_id, *subject_ids, predicate, *sorted(objects)]))
         if ids:

@@ -19,8 +19,11 @@ import pytest
 
 from bench.synth import episodes, make_users, queries
 
-#: A plan step that reads every fact of a user (or of everyone): a scan, or an index search on user_id alone.
-_WHOLE_USER = re.compile(r"^(SCAN (facts|f)\b|SEARCH (facts|f) USING (COVERING )?INDEX \w+ \(user_id=\?\)$)")
+#: A plan step that reads every fact of a user (or of everyone): a scan, or an index search on user_id
+#: alone; or every current fact of a speaker (the subject of nearly all of a user's facts): a search of
+#: the rules' index that stops before the predicate.
+_WHOLE_USER = re.compile(r"^(SCAN (facts|f)\b|SEARCH (facts|f) USING (COVERING )?INDEX \w+ \(user_id=\?\)$"
+                         r"|SEARCH (facts|f) USING INDEX facts_rule_keys \(user_id=\? AND subject_id=\?\)$)")
 
 
 @pytest.fixture(scope="module")
