@@ -13,7 +13,10 @@ data folder grows through the sizes; at each size we measure:
   stores hold it, against the **embedder's own throughput**: the very texts the ingest
   embedded, in the same calls (same batches), embedded again on their own in the same
   run. ``ratio_to_embedder`` is ingest texts/s over embedder texts/s (1.0: the stores
-  and the rules cost nothing). Between sizes the folder is bulk-loaded the same way;
+  and the rules cost nothing). A third sample is then sent the same way with the
+  embedder on one thread, for the ingest and for its replay (``bulk_one_thread``): on two
+  cores the embedder's own two threads leave none for the stores, and this shows what
+  the ratio is once one is left. Between sizes the folder is bulk-loaded the same way;
 * ``get_context`` latency p50/p95/p99 over distinct query texts (the query embedding
   included: the embedder's cache misses), and again with the same texts (cache hits);
   ``context_block`` with the same texts beside it (embedding cached); and ``get_context``
@@ -135,12 +138,21 @@ class _Loader:
                 "episode_latency_ms": percentiles(latency) if latency else None, "_latency": latency}
 
     def bulk(self, until_facts: int | None = None, *, episodes: int | None = None,
-             embedder: RecordingEmbedder | None = None) -> dict[str, Any]:
+             embedder: RecordingEmbedder | None = None, embedder_threads: int | None = None) -> dict[str, Any]:
         """Ingest with ``conversation_end_many`` until about ``until_facts`` facts, or ``episodes`` episodes.
 
         With ``embedder`` (the memory's, recording), the same embed calls are replayed on
         the bare embedder afterwards: the ingest's throughput against the embedder's own.
+        With ``embedder_threads`` the embedder runs on that many threads for both (the
+        local embedder's ``threads``), then goes back to its own.
         """
+        if embedder_threads is not None:
+            assert embedder is not None, "embedder_threads needs the recording embedder"
+            own, embedder.inner.threads = embedder.inner.threads, embedder_threads
+            try:
+                return {**self.bulk(episodes=episodes, embedder=embedder), "embedder_threads": embedder_threads}
+            finally:
+                embedder.inner.threads = own
         start, facts0, eps0 = time.perf_counter(), self.facts, self.episodes
         if embedder is not None:
             embedder.calls = []
@@ -382,13 +394,18 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int =
             for size in sizes:
                 load = None
                 per_episode = loader.facts / loader.episodes if loader.episodes else 2.3
-                sample_facts = int((sample_episodes + bulk_sample) * per_episode)
+                sample_facts = int((sample_episodes + 2 * bulk_sample) * per_episode)
                 if loader.facts + sample_facts < size * 0.9:
                     load = loader.bulk(size - sample_facts)
                     progress(f"bulk-loaded {load['facts']} facts at {load['facts_per_s']} facts/s")
                 bulk = loader.bulk(episodes=bulk_sample, embedder=embedder)
                 progress(f"{loader.facts} facts: bulk {bulk['episodes_per_s']} eps/s, {bulk['ingest_texts_per_s']} "
                          f"texts/s vs the embedder's {bulk['embedder_texts_per_s']} ({bulk['ratio_to_embedder']}x)")
+                # The same again with the embedder on one thread, so that a core is left for the stores:
+                # what the ratio above is bounded by on two cores (the embedder's two threads fill both).
+                bulk_one = loader.bulk(episodes=bulk_sample, embedder=embedder, embedder_threads=1)
+                progress(f"{loader.facts} facts: bulk with the embedder on one thread: "
+                         f"{bulk_one['ratio_to_embedder']}x its own throughput")
                 sample = loader.short(sample_episodes)
                 while loader.facts < size:  # top up with short episodes, also timed
                     more = loader.short(min(sample_episodes, 50))
@@ -398,7 +415,7 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int =
                          f"({sample['facts_per_s']} facts/s), one episode p50/p95 "
                          f"{sample['episode_latency_ms']['p50']}/{sample['episode_latency_ms']['p95']} ms")
                 row = measure(memory, loader, people, n_queries, seed + size, root)
-                row.update(target_size=size, ingest=sample, bulk=bulk, load=load)
+                row.update(target_size=size, ingest=sample, bulk=bulk, bulk_one_thread=bulk_one, load=load)
                 rows.append(row)
                 progress(f"{row['facts']} facts: get_context p50/p95/p99 {row['get_context_ms']} ms, "
                          f"chroma {row['chroma_query_ms']} ms, embed {row['embed_query_ms']} ms")
@@ -432,13 +449,16 @@ def _merge_samples(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def format_table(result: dict[str, Any]) -> str:
     """A plain-text table of the sizes, for the console."""
-    lines = [f"{'facts':>8} {'eps/s':>6} {'ep p95':>6} {'bulk x':>6} {'p50':>7} {'p95':>7} {'p99':>7} "
+    lines = [f"{'facts':>8} {'eps/s':>6} {'ep p95':>6} {'bulk x':>6} {'bulk1t x':>8} {'p50':>7} {'p95':>7} "
+             f"{'p99':>7} "
              f"{'block95':>7} {'asof95':>7} {'chroma95':>8} {'embed95':>7} {'x floor95':>9} {'RSS MB':>7} "
              f"{'B/fact':>7}"]
     for r in result["sizes"]:
         lines.append(f"{r['facts']:>8} {r['ingest']['episodes_per_s']:>6} "
                      f"{r['ingest']['episode_latency_ms']['p95']:>6} "
-                     f"{r['bulk']['ratio_to_embedder']:>6} {r['get_context_ms']['p50']:>7} "
+                     f"{r['bulk']['ratio_to_embedder']:>6} "
+                     f"{(r.get('bulk_one_thread') or {}).get('ratio_to_embedder', '-'):>8} "
+                     f"{r['get_context_ms']['p50']:>7} "
                      f"{r['get_context_ms']['p95']:>7} {r['get_context_ms']['p99']:>7} "
                      f"{r['context_block_cached_ms']['p95']:>7} {r['get_context_as_of_cached_ms']['p95']:>7} "
                      f"{r['chroma_query_ms']['p95']:>8} "

@@ -110,6 +110,8 @@ def test_tiny_scale_run_reports_every_figure_against_its_same_run_baseline(tmp_p
     assert bulk["episodes"] == 20 and bulk["embedded_texts"] > 0 and bulk["embed_calls"] >= 1
     speed = bulk["ingest_texts_per_s"] / bulk["embedder_texts_per_s"]  # the ingest's pace over the embedder's
     assert bulk["ratio_to_embedder"] == pytest.approx(speed, abs=0.02) and speed > 0
+    alone = row["bulk_one_thread"]  # the same again with the embedder on one thread
+    assert alone["episodes"] == 20 and alone["embedder_threads"] == 1 and alone["ratio_to_embedder"] > 0
     assert row["ingest"]["latency_episodes"] > 0 and row["ingest"]["episode_latency_ms"]["p95"] > 0
     for key in ("get_context_ms", "floor_ms", "context_block_cached_ms", "get_context_as_of_cached_ms"):
         assert set(row[key]) == {"p50", "p95", "p99"}
