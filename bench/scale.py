@@ -13,10 +13,11 @@ data folder grows through the sizes; at each size we measure:
   stores hold it, against the **embedder's own throughput**: the very texts the ingest
   embedded, in the same calls (same batches), embedded again on their own in the same
   run. ``ratio_to_embedder`` is ingest texts/s over embedder texts/s (1.0: the stores
-  and the rules cost nothing). A third sample is then sent the same way with the
-  embedder on one thread, for the ingest and for its replay (``bulk_one_thread``): on two
-  cores the embedder's own two threads leave none for the stores, and this shows what
-  the ratio is once one is left. Between sizes the folder is bulk-loaded the same way;
+  and the rules cost nothing). Once the size's other measures are taken, another such
+  sample goes with the embedder on one thread, for the ingest and for its replay
+  (``bulk_one_thread``): on two cores the embedder's own two threads leave none for the
+  stores, and this shows the ratio once one is left. Between sizes the folder is
+  bulk-loaded the same way;
 * ``get_context`` latency p50/p95/p99 over distinct query texts (the query embedding
   included: the embedder's cache misses), and again with the same texts (cache hits);
   ``context_block`` with the same texts beside it (embedding cached); and ``get_context``
@@ -394,18 +395,13 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int =
             for size in sizes:
                 load = None
                 per_episode = loader.facts / loader.episodes if loader.episodes else 2.3
-                sample_facts = int((sample_episodes + 2 * bulk_sample) * per_episode)
+                sample_facts = int((sample_episodes + bulk_sample) * per_episode)
                 if loader.facts + sample_facts < size * 0.9:
                     load = loader.bulk(size - sample_facts)
                     progress(f"bulk-loaded {load['facts']} facts at {load['facts_per_s']} facts/s")
                 bulk = loader.bulk(episodes=bulk_sample, embedder=embedder)
                 progress(f"{loader.facts} facts: bulk {bulk['episodes_per_s']} eps/s, {bulk['ingest_texts_per_s']} "
                          f"texts/s vs the embedder's {bulk['embedder_texts_per_s']} ({bulk['ratio_to_embedder']}x)")
-                # The same again with the embedder on one thread, so that a core is left for the stores:
-                # what the ratio above is bounded by on two cores (the embedder's two threads fill both).
-                bulk_one = loader.bulk(episodes=bulk_sample, embedder=embedder, embedder_threads=1)
-                progress(f"{loader.facts} facts: bulk with the embedder on one thread: "
-                         f"{bulk_one['ratio_to_embedder']}x its own throughput")
                 sample = loader.short(sample_episodes)
                 while loader.facts < size:  # top up with short episodes, also timed
                     more = loader.short(min(sample_episodes, 50))
@@ -415,6 +411,12 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int =
                          f"({sample['facts_per_s']} facts/s), one episode p50/p95 "
                          f"{sample['episode_latency_ms']['p50']}/{sample['episode_latency_ms']['p95']} ms")
                 row = measure(memory, loader, people, n_queries, seed + size, root)
+                # The bulk sample again with the embedder on one thread, so that a core is left for the
+                # stores (on two cores the embedder's own two threads fill both); after the measures, so
+                # that its facts do not change the size they were taken at.
+                bulk_one = loader.bulk(episodes=bulk_sample, embedder=embedder, embedder_threads=1)
+                progress(f"{loader.facts} facts: bulk with the embedder on one thread: "
+                         f"{bulk_one['ratio_to_embedder']}x its own throughput")
                 row.update(target_size=size, ingest=sample, bulk=bulk, bulk_one_thread=bulk_one, load=load)
                 rows.append(row)
                 progress(f"{row['facts']} facts: get_context p50/p95/p99 {row['get_context_ms']} ms, "
