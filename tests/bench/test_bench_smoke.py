@@ -120,6 +120,33 @@ def test_tiny_scale_run_reports_every_figure_against_its_same_run_baseline(tmp_p
     assert "bulk x" in scale.format_table(result)
 
 
+def test_a_bulk_sample_on_one_embedding_thread_runs_ingest_and_replay_on_one_and_then_gives_it_back(tmp_path):
+    from zep_core import Memory, MemoryConfig
+    from zep_core.providers.local import LocalEmbedder
+
+    from bench.scale import RecordingEmbedder, _Loader
+    from bench.synth import make_users
+
+    class Watched(LocalEmbedder):  # the real embedder, noting how many threads each call ran on
+        seen: list[int] = []
+
+        def embed(self, texts):
+            self.seen.append(self.threads)
+            return super().embed(texts)
+
+    inner = Watched(threads=2)
+    embedder = RecordingEmbedder(inner)
+    with Memory(MemoryConfig(data_dir=tmp_path / "data", embedder=embedder)) as memory:
+        loader = _Loader(memory, make_users(3, seed=2), seed=2)
+        out = loader.bulk(episodes=6, embedder=embedder, embedder_threads=1)
+        assert out["episodes"] == 6 and out["embed_calls"] >= 1 and out["embedder_threads"] == 1
+        assert inner.seen and set(inner.seen) == {1}  # the ingest's calls and their replay alike
+        assert inner.threads == 2  # back to its own
+        inner.seen.clear()
+        loader.bulk(episodes=3, embedder=embedder)
+        assert set(inner.seen) == {2}
+
+
 def test_chroma_rss_reports_memory_per_collection():
     from bench.chroma_rss import measure
 
