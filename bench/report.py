@@ -45,6 +45,10 @@ def _ms(x: Any) -> str:
     return "–" if x is None else f"{x:.1f}"
 
 
+def _ratio(x: Any) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
 def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     out += ["| " + " | ".join(_f(c) if not isinstance(c, str) else c for c in r) + " |" for r in rows]
@@ -259,8 +263,7 @@ def _scale(res: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
         lat = one.get("episode_latency_ms") or {}
         ingest.append([str(r["facts"]), _ms(bulk.get("episodes_per_s")), _ms(bulk.get("ingest_texts_per_s")),
                        _ms(bulk.get("embedder_texts_per_s")),
-                       f"{bulk['ratio_to_embedder']:.2f}" if bulk.get("ratio_to_embedder") is not None else "–",
-                       f"{alone['ratio_to_embedder']:.2f}" if alone.get("ratio_to_embedder") is not None else "–",
+                       _ratio(bulk.get("ratio_to_embedder")), _ratio(alone.get("ratio_to_embedder")),
                        _ms(one["episodes_per_s"]), _ms(lat.get("p50")), _ms(lat.get("p95")), _ms(lat.get("p99")),
                        _n(r["rss_mb"]), _n(r["disk_bytes_per_fact"])])
     lines += [""] + _table(["facts", "bulk eps/s", "bulk texts/s", "embedder texts/s", "x embedder",

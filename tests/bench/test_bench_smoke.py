@@ -128,7 +128,9 @@ def test_a_bulk_sample_on_one_embedding_thread_runs_ingest_and_replay_on_one_and
     from bench.synth import make_users
 
     class Watched(LocalEmbedder):  # the real embedder, noting how many threads each call ran on
-        seen: list[int] = []
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.seen: list[int] = []
 
         def embed(self, texts):
             self.seen.append(self.threads)
