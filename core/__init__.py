@@ -36,6 +36,7 @@ from .errors import (
     QueryError,
     StoreError,
     StoreLockedError,
+    StoreUnavailableError,
     ValidationError,
     ZepMemoryError,
 )
@@ -65,9 +66,10 @@ __all__ = [
     "ProviderSettings",
     "QueryError",
     "ScoringSettings",
+    "StorageSettings",
     "StoreError",
     "StoreLockedError",
-    "StorageSettings",
+    "StoreUnavailableError",
     "ValidationError",
     "ZepMemoryError",
 ]

@@ -186,6 +186,11 @@ class StorageSettings:
             the platform has ``fork``), so that its writes, which hold
             the interpreter lock throughout, do not stall the rest of the process; False
             runs it in this process.
+        vector_timeout_s: the deadline of one call to that child process (writes go in chunks
+            that take a few seconds). Past it the child is killed and the call fails with a
+            :class:`~zep_core.StoreUnavailableError`; the index writes stay queued in SQLite
+            and the next open checks the vector index (Chroma can wait forever inside a
+            write on a full disk). Closing the memory waits for the child at most as long.
         on_embedder_mismatch: ``error`` (default) or ``reembed`` when the data folder was
             built with another embedder.
         index_writes: ``background`` (default): ``conversation_end`` returns once SQLite has
@@ -208,6 +213,7 @@ class StorageSettings:
     graph_buffer_pool_mb: int = 256
     chroma_url: str | None = None
     chroma_process: bool = True
+    vector_timeout_s: float = 30.0
     on_embedder_mismatch: Literal["error", "reembed"] = "error"
     index_writes: Literal["background", "sync"] = "background"
     on_missing_index: Literal["rebuild", "error", "ignore"] = "rebuild"
@@ -222,6 +228,8 @@ class StorageSettings:
         _check_optional_strings(self, "chroma_url")
         if not isinstance(self.chroma_process, bool):
             raise ConfigError(f"chroma_process must be True or False, got {self.chroma_process!r}")
+        if not _is_real(self.vector_timeout_s) or not 0 < self.vector_timeout_s <= 3600:
+            raise ConfigError(f"vector_timeout_s must be seconds in (0, 3600], got {self.vector_timeout_s!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -357,8 +365,8 @@ class MemoryConfig:
             ``lexical_weight``, ``lexical_candidates``, ``lexical_context_weight``, ``rrf_k``,
             ``graph_mode``, ``asker_weight``, ``newer_first_similarity``.
         storage: :class:`StorageSettings`: ``busy_timeout_ms``, ``graph_buffer_pool_mb``,
-            ``chroma_url``, ``chroma_process``, ``on_embedder_mismatch``, ``index_writes``,
-            ``on_missing_index``.
+            ``chroma_url``, ``chroma_process``, ``vector_timeout_s``, ``on_embedder_mismatch``,
+            ``index_writes``, ``on_missing_index``.
         limits: :class:`LimitSettings`: ``max_message_chars``, ``max_messages_per_episode``,
             ``max_facts_per_episode``, ``strict_timezones``, ``max_extraction_attempts``.
         providers: :class:`ProviderSettings`: ``embedding_provider``, ``extractor_provider``,

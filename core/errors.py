@@ -11,7 +11,9 @@ so callers can catch one type; store errors are wrapped at the store boundary.
      ├── NotFoundError          unknown user, entity or episode
      ├── ConfigError            bad configuration, or a data folder built with another embedder
      ├── StoreError             SQLite, Chroma or Kùzu failed
-     │    └── StoreLockedError  another process holds the data folder
+     │    ├── StoreLockedError  another process holds the data folder
+     │    └── StoreUnavailableError  a store could not work at all (disk full, I/O error, a call that never
+     │                          returned): nothing acknowledged is lost; retry once the cause is gone
      ├── ExtractionError        the extractor failed (the episode stays pending)
      ├── ProviderError          an LLM or embedding endpoint failed after retries
      ├── QueryError             a Cypher query was refused or failed
@@ -30,6 +32,7 @@ __all__ = [
     "QueryError",
     "StoreError",
     "StoreLockedError",
+    "StoreUnavailableError",
     "ValidationError",
     "ZepMemoryError",
 ]
@@ -61,6 +64,45 @@ class StoreError(ZepMemoryError):
 
 class StoreLockedError(StoreError):
     """Another process holds the data folder open for writing."""
+
+
+class StoreUnavailableError(StoreError):
+    """A store could not do its work at all, through no fault of what was being written.
+
+    The disk holding the data folder is full, the file system failed, or the vector
+    index's process did not answer within ``MemoryConfig.vector_timeout_s``. What was
+    acknowledged before is kept; index writes stay queued in SQLite. Retry once the cause
+    is gone (free space, say); the next open checks and repairs the derived indexes.
+    """
+
+
+#: How SQLite, Kùzu and Chroma word a full disk or a failed file write. Chroma 1.5 reports
+#: some writes that failed for want of space only as a compaction that could not apply its
+#: log (seen on a full tmpfs): its own store failed, not the vectors it was given.
+_IO_FAILURES = ("database or disk is full", "no space left on device", "disk i/o error", "io exception",
+                "cannot write to file", "read-only file system", "quota exceeded", "error in compaction",
+                "failed to apply logs")
+
+
+def is_io_failure(message: str) -> bool:
+    """Whether a store's error message says the disk or the file system failed (not the data)."""
+    text = message.lower()
+    return any(words in text for words in _IO_FAILURES)
+
+
+def store_error(message: str) -> StoreError:
+    """The error for a store's failure: :class:`StoreUnavailableError`, saying what to do, when the store is at fault.
+
+    That is a disk that failed, or a database another connection kept locked (Chroma's own
+    stays so after its disk filled up): neither says anything about the data written.
+    """
+    if is_io_failure(message):
+        return StoreUnavailableError(f"{message}. The disk holding the data folder is full or failing: free space "
+                                     "there (or fix the file system) and retry; nothing acknowledged was lost")
+    if "database is locked" in message.lower():
+        return StoreUnavailableError(f"{message}. Another connection held the database past the busy timeout; "
+                                     "retry (nothing acknowledged was lost)")
+    return StoreError(message)
 
 
 class ExtractionError(ZepMemoryError):

@@ -13,6 +13,7 @@ when it held the folder), so that it can check what a crash may have left half-w
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -28,6 +29,10 @@ except ImportError:  # pragma: no cover - Windows: Kùzu's own lock still applie
 
 __all__ = ["DataDirLock"]
 
+#: The lock file's record is written in place, padded to this size: overwriting blocks the file
+#: already has needs no free space, so on a full disk the record is still written.
+_RECORD_BYTES = 512
+
 
 class DataDirLock:
     """An exclusive, non-blocking advisory lock on ``<data>/.zep.lock``."""
@@ -38,6 +43,11 @@ class DataDirLock:
         #: Set by :meth:`acquire` when the previous holder never released the lock (it
         #: crashed or was killed): when that holder took it, in epoch seconds.
         self.unclean_since: float | None = None
+        #: Whether the vector index of the folder is to be rebuilt from SQLite: a holder found
+        #: its disk failing (or killed a Chroma process mid-call), which can leave Chroma's
+        #: files damaged without a word (:meth:`mark_repair`). Kept in the record until
+        #: :meth:`clear_repair`, once the rebuild is recorded in SQLite.
+        self.repair = False
         self._previous: dict = {}
 
     def acquire(self) -> None:
@@ -60,9 +70,18 @@ class DataDirLock:
         if previous.get("pid") is not None and not previous.get("closed"):
             started = previous.get("started")
             self.unclean_since = float(started) if isinstance(started, (int, float)) else 0.0
+        self.repair = bool(previous.get("repair"))
         info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "started": time.time()}
-        self._write(fd, info)
+                "started": time.time(), **({"repair": True} if self.repair else {})}
+        try:
+            self._write(fd, info)
+        except OSError as exc:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            raise StoreError(f"cannot write the lock file {self.path}: {exc.strerror or exc}; "
+                             + ("the disk holding the data folder is full: free space there and open it again"
+                                if exc.errno == errno.ENOSPC else "check the data folder's file system")) from exc
         self._fd = fd
 
     @staticmethod
@@ -75,9 +94,34 @@ class DataDirLock:
 
     @staticmethod
     def _write(fd: int, info: dict) -> None:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
+        data = json.dumps(info).encode().ljust(_RECORD_BYTES)  # JSON reads trailing spaces as nothing
+        os.pwrite(fd, data, 0)
+        if os.fstat(fd).st_size > len(data):  # a longer record of an older version: shrinking needs no space
+            os.ftruncate(fd, len(data))
         os.fsync(fd)
+
+    def mark_repair(self) -> None:
+        """Record now, in the lock file, that the vector index is to be rebuilt by the next open.
+
+        Written at once (in place, so even on a full disk), so that it holds if this
+        process is killed before it closes.
+        """
+        if self._fd is None or self.repair:
+            return
+        self.repair = True
+        try:
+            self._write(self._fd, {**self._read(self._fd), "repair": True})
+        except OSError:  # the stores' own checks after an unclean shutdown are left
+            pass
+
+    def clear_repair(self) -> None:
+        """The rebuild is recorded in SQLite now (it resumes from there if cut short)."""
+        if self._fd is None or not self.repair:
+            return
+        self.repair = False
+        record = self._read(self._fd)
+        record.pop("repair", None)
+        self._write(self._fd, record)
 
     @classmethod
     def _holder(cls, fd: int) -> str:
@@ -90,14 +134,19 @@ class DataDirLock:
         """Release the lock (idempotent).
 
         Args:
-            clean: record a clean close; ``False`` leaves the unclean record this holder
-                found, for the next one to recover from.
+            clean: record a clean close; ``False`` leaves the record unclean, for the next
+                holder to check the stores: the unclean record this holder found (since
+                the crash it did not recover from), or else its own (since it took the lock).
 
         """
         if self._fd is not None:
             try:
-                self._write(self._fd, {**self._read(self._fd), "closed": True} if clean else self._previous)
-            except OSError:  # the next holder will just check the stores once more
+                current = self._read(self._fd)
+                if clean:
+                    self._write(self._fd, {**current, "closed": True})
+                elif self.unclean_since is not None:
+                    self._write(self._fd, {**self._previous, **({"repair": True} if current.get("repair") else {})})
+            except OSError:  # the record stays unclean: the next holder will just check the stores once more
                 pass
             if fcntl is not None:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)

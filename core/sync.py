@@ -36,10 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from .errors import StoreError, ZepMemoryError
+from .errors import StoreUnavailableError, ZepMemoryError
 from .stores import Stores
 from .stores.base import EntityNode, FactEdge
 from .stores.records import iso
+from .workers import Failures
 
 __all__ = ["FactChange", "IndexSync", "OpKind", "OutboxOp", "unusable_vector"]
 
@@ -135,6 +136,8 @@ class IndexSync:
         self._deferred = 0         # bulk writes in progress: index writes wait for the end of the last one ...
         self._released: set[str] = set()  # ... except these users' (:meth:`release`)
         self._last_write = 0.0     # time.monotonic() of the last commit, or end of :meth:`writing`
+        #: Why the last drain stopped, when an index could not work at all (None once one succeeds).
+        self.unavailable: StoreUnavailableError | None = None
         self._writers = 0          # episodes being processed (:meth:`writing`)
         self._state_lock = threading.Lock()
 
@@ -257,7 +260,7 @@ class IndexSync:
         ``check_consistency()``, ``stats()`` and ``zep-memory doctor``.
 
         Raises:
-            StoreError: the vector or graph index itself does not answer; the rows stay
+            StoreUnavailableError: the vector or graph index itself does not answer; the rows stay
                 queued and are retried by the next read, write or open.
 
         """
@@ -267,10 +270,16 @@ class IndexSync:
             while True:
                 rows = self.records.pending_outbox(up_to=target, users=users)
                 if not rows:
+                    self.unavailable = None
                     return done
                 batch, unreadable = _parse_rows(rows)
-                self._forget_users([op for _, op in batch if op.kind is OpKind.FORGET_USER])
-                left_out = self._apply_isolated([(seq, op) for seq, op in batch if op.kind is not OpKind.FORGET_USER])
+                try:
+                    self._forget_users([op for _, op in batch if op.kind is OpKind.FORGET_USER])
+                    left_out = self._apply_isolated([(seq, op) for seq, op in batch
+                                                     if op.kind is not OpKind.FORGET_USER])
+                except StoreUnavailableError as exc:
+                    self.unavailable = exc
+                    raise
                 with self.records.transaction():
                     self._quarantine(left_out, applied=[op for _, op in batch], unreadable=unreadable)
                     if users is None:
@@ -295,6 +304,7 @@ class IndexSync:
 
     def run_indexer(self, stopping: threading.Event) -> None:
         """The background indexer: apply committed writes, many episodes per pass, until stopped."""
+        failing = Failures("background index write")
         while not stopping.is_set():
             self._wakeup.wait(timeout=1.0)
             self._wakeup.clear()
@@ -311,8 +321,10 @@ class IndexSync:
                     self._gather(stopping)
                     self.drain()
             except Exception:  # the rows stay in the outbox; the next pass or read retries
-                log.exception("background index write failed; will retry")
+                failing.failed()
                 stopping.wait(0.5)
+            else:
+                failing.worked()
 
     def _gather(self, stopping: threading.Event) -> None:
         """Wait until writers have been quiet for :data:`QUIET_S`, at most :data:`GATHER_S` in all (or a stop)."""
@@ -337,18 +349,21 @@ class IndexSync:
         A batch that fails is split in halves until the failing rows stand alone. A
         failure only counts against the rows while the indexes still answer a read;
         otherwise the index itself is down and nothing is quarantined. A failure of
-        SQLite, the system of record, is never a row's fault: it is raised.
+        SQLite, the system of record, is never a row's fault: it is raised, and so is a
+        :class:`~zep_core.StoreUnavailableError` (a full disk, an index that did not answer
+        in time), at once, without trying the halves.
         """
         if not rows:
             return []
         try:
             return self._apply(rows)
         except Exception as exc:
-            if isinstance(exc, sqlite3.Error) or isinstance(exc.__cause__, sqlite3.Error):
-                raise
+            if isinstance(exc, (sqlite3.Error, StoreUnavailableError)) or isinstance(exc.__cause__, sqlite3.Error):
+                raise  # the store's failure (SQLite, a full disk, a call that never returned), never the rows'
             if not self._indexes_answer(rows[0][1].user_id):
-                raise StoreError(f"the vector or graph index does not answer ({_describe(exc)}); the index "
-                                 "writes stay queued and are retried on the next read or open") from exc
+                raise StoreUnavailableError(
+                    f"the vector or graph index does not answer ({_describe(exc)}); the index writes stay queued "
+                    "and are retried on the next read or open") from exc
             if len(rows) == 1:
                 return [(rows[0], f"the index refused it: {_describe(exc)}; `zep-memory rebuild` retries it")]
         middle = len(rows) // 2
@@ -516,8 +531,17 @@ class IndexSync:
         return counts
 
     def close(self) -> None:
-        """Apply what is left, holding off writers; what fails stays queued for the next open."""
+        """Apply what is left, holding off writers; what fails stays queued for the next open.
+
+        When the last pass found an index unavailable (a full disk, a call past its
+        deadline) it is not tried again here: closing would wait for it once more, and the
+        next open replays the queue anyway.
+        """
         with self.exclusive():
+            if self.unavailable is not None:
+                log.warning("index writes left pending at close: the last index write failed (%s); the next "
+                            "open applies them", _describe(self.unavailable))
+                return
             try:
                 self.drain()
             except ZepMemoryError:  # left in the outbox: replayed on the next open

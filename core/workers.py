@@ -16,7 +16,7 @@ import threading
 import weakref
 from collections.abc import Callable
 
-__all__ = ["Workers"]
+__all__ = ["Failures", "Workers"]
 
 log = logging.getLogger("zep_core")
 
@@ -49,13 +49,20 @@ class Workers:
             atexit.register(self._exit_hook)
 
     def every(self, name: str, seconds: float, task: Callable[[], object]) -> None:
-        """Run ``task()`` every ``seconds`` until stopped; a failing run is logged and the schedule goes on."""
+        """Run ``task()`` every ``seconds`` until stopped; a failing run is logged and the schedule goes on.
+
+        A task that keeps failing (on a full disk, say) is logged once, with its error,
+        and again when it works again, not at every run.
+        """
         def loop(stopping: threading.Event) -> None:
+            failing = Failures(f"background task {name}")
             while not stopping.wait(seconds):
                 try:
                     task()
                 except Exception:  # keep the schedule alive; the next pass retries
-                    log.exception("background task %s failed", name)
+                    failing.failed()
+                else:
+                    failing.worked()
 
         self.start(name, loop)
 
@@ -70,6 +77,28 @@ class Workers:
         if self._exit_hook is not None:
             atexit.unregister(self._exit_hook)
             self._exit_hook = None
+
+
+class Failures:
+    """Logs a background job's failures once per streak: the first with its traceback, then its recovery."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.streak = 0
+
+    def failed(self) -> None:
+        """Call in an ``except`` block."""
+        self.streak += 1
+        if self.streak == 1:
+            log.exception("%s failed; retrying quietly until it works again", self.what)
+        else:
+            log.debug("%s failed again (%d in a row)", self.what, self.streak, exc_info=True)
+
+    def worked(self) -> None:
+        """Call after a run that succeeded."""
+        if self.streak:
+            log.warning("%s works again after %d failed runs", self.what, self.streak)
+            self.streak = 0
 
 
 def _close_at_exit(ref: weakref.ref) -> None:

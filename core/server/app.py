@@ -39,7 +39,7 @@ draws them):
   PermissionDeniedError: another user, or an admin verb         403
   NotFoundError (and an unknown endpoint)                       404
   QueryError                                                    400
-  StoreLockedError                                              503
+  StoreLockedError; StoreUnavailableError (a full disk)        503
   ProviderError, ExtractionError                                502
   StoreError, ConfigError, ZepMemoryError                       500
   anything else: ``internal error`` (logged by the server)      500
@@ -95,6 +95,7 @@ from ..errors import (
     QueryError,
     StoreError,
     StoreLockedError,
+    StoreUnavailableError,
     ValidationError,
     ZepMemoryError,
 )
@@ -385,8 +386,8 @@ def _plain(value: Any) -> Any:
 
 _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (_Unauthenticated, 401), (PermissionDeniedError, 403), (ValidationError, 422), (NotFoundError, 404),
-    (QueryError, 400), (StoreLockedError, 503), (ProviderError, 502), (ExtractionError, 502),
-    (StoreError, 500), (ConfigError, 500), (ZepMemoryError, 500),
+    (QueryError, 400), (StoreLockedError, 503), (StoreUnavailableError, 503), (ProviderError, 502),
+    (ExtractionError, 502), (StoreError, 500), (ConfigError, 500), (ZepMemoryError, 500),
 )
 _PUBLIC_ERRORS = {name: getattr(_errors, name) for name in _errors.__all__}
 
@@ -653,7 +654,7 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (400, "QueryError"), (401, "no or unknown API key"), (403, "a user this key may not use"),
         (404, "NotFoundError"), (413, "body over max_body_bytes"), (422, "ValidationError"),
         (500, "StoreError, ConfigError, internal error"), (502, "ProviderError, ExtractionError"),
-        (503, "StoreLockedError"))}
+        (503, "StoreLockedError, StoreUnavailableError"))}
 
 
 def create_app(memory: Memory, keys: KeyRing | None, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:

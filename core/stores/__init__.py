@@ -70,6 +70,8 @@ class Stores:
 
         """
         _close_all([self.graph, self.vectors, self.records])
+        if any(getattr(store, "needs_check", False) for store in (self.records, self.vectors, self.graph)):
+            clean = False  # a full disk (or a Chroma child killed mid-call): see open_stores
         if self.lock is not None:
             self.lock.release(clean=clean)
 
@@ -108,11 +110,16 @@ def open_stores(config: MemoryConfig) -> Stores:
     try:
         records = RecordStore(root / "zep.db", busy_timeout_ms=config.busy_timeout_ms)
         opened.append(records)
-        if lock.unclean_since is not None and not config.chroma_url:
+        if lock.repair:
+            _repair_indexes(records, root, lock, embedded_chroma=not config.chroma_url)
+        elif lock.unclean_since is not None and not config.chroma_url:
             _check_chroma_files(records, root, lock.unclean_since)
         vectors = _open_vectors(root / "chroma", config)
         opened.append(vectors)
         graph = KuzuGraphIndex(root / "graph", buffer_pool_mb=config.graph_buffer_pool_mb)
+        for store in (records, vectors, graph):  # a full disk seen by any store: the next open rebuilds the indexes
+            if hasattr(store, "on_failure"):
+                store.on_failure = lock.mark_repair
     except BaseException:
         _close_all(reversed(opened))
         lock.release(clean=lock.unclean_since is None)  # a crash not yet recovered from stays one
@@ -127,7 +134,7 @@ def _open_vectors(path: Path, config: MemoryConfig) -> VectorIndex:
 
     if config.chroma_url or not config.chroma_process or not vector_process.available():
         return ChromaVectorIndex(path, url=config.chroma_url)
-    return vector_process.ChromaProcess(path)
+    return vector_process.ChromaProcess(path, timeout_s=config.vector_timeout_s)
 
 
 #: What an open writes to, relative to the data folder (those that exist are checked).
@@ -162,14 +169,42 @@ def _check_chroma_files(records: RecordStore, root: Path, since: float) -> None:
     from .vector_process import wait_for_owner
 
     chroma_dir = root / "chroma"
-    if not wait_for_owner(chroma_dir):  # the crashed memory's Chroma child finishes its write and closes first
-        raise StoreError(f"a Chroma process of the last holder of {root} still has {chroma_dir} open after "
-                         "a minute; stop it (its command line names zep_core) and open the folder again")
+    if not wait_for_owner(chroma_dir):  # a child of the crashed memory finishes its write, or is killed
+        raise StoreError(f"another process still has {chroma_dir} open, and it is not a Chroma process left by "
+                         f"an earlier holder of {root} that could be stopped; stop it and open the folder again")
     if chroma_loads(chroma_dir, since):
         return
     log.warning("rebuilding the vector index of %s from SQLite after an unclean shutdown", root)
     records.set_meta("rebuild", "pending")
     shutil.rmtree(chroma_dir, ignore_errors=True)
+
+
+def _repair_indexes(records: RecordStore, root: Path, lock: DataDirLock, *, embedded_chroma: bool) -> None:
+    """The last holder saw its disk fail: rebuild both indexes from SQLite on this open.
+
+    Neither index's files are trusted then. On a full disk Chroma 1.5 can leave a
+    collection it could not compact unreadable, or readable but refusing every later
+    write, without reporting anything at the time; Kùzu's log may end in a torn record
+    (both seen on a full tmpfs). Their files are deleted and the rebuild recorded in
+    SQLite first, where :class:`~zep_core.Memory` resumes it if it is cut short.
+    """
+    from .vector_process import wait_for_owner
+
+    chroma_dir = root / "chroma"
+    log.warning("the last holder of %s found its disk full or failing: rebuilding the indexes from SQLite", root)
+    records.set_meta("rebuild", "pending")  # on a disk still full this fails, and the mark stays for the next open
+    if embedded_chroma:
+        if not wait_for_owner(chroma_dir):
+            raise StoreError(f"another process still has {chroma_dir} open, and it is not a Chroma process left "
+                             f"by an earlier holder of {root} that could be stopped; stop it and open the folder again")
+        shutil.rmtree(chroma_dir, ignore_errors=True)
+    for name in ("graph", "graph.wal"):
+        path = root / name
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.exists():
+            path.unlink()
+    lock.clear_repair()
 
 
 def _close_all(stores: Iterable[object]) -> None:

@@ -10,6 +10,8 @@ any year from 1 to 9999 fits.
 
 from __future__ import annotations
 
+import ctypes
+import logging
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -17,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import QueryError, StoreError, StoreLockedError
+from ..errors import QueryError, StoreError, StoreLockedError, StoreUnavailableError, is_io_failure, store_error
 from .base import EntityNode, FactEdge
 
 __all__ = ["SCHEMA", "KuzuGraphIndex"]
@@ -74,6 +76,21 @@ def _rel_filter(as_of: str | None) -> str:
     return "r.valid_from <= $as_of AND (r.valid_until IS NULL OR r.valid_until > $as_of)"
 
 
+log = logging.getLogger("zep_core")
+
+#: Databases :meth:`KuzuGraphIndex.close` had to leave open (a full disk), by folder, with their connection.
+#: A reference is held from C as well, so that not even the interpreter's exit destroys (closes) them.
+_UNCLOSED: dict[Path, tuple[Any, Any]] = {}
+
+
+def _check_not_held(path: Path) -> None:
+    """Refuse to open a folder whose database an earlier close in this process had to leave open."""
+    if path in _UNCLOSED:
+        raise StoreUnavailableError(f"the graph store {path} is still held by this process, which could not close it "
+                                    "when its disk filled up; restart the process to open the folder again (nothing "
+                                    "is lost: the next open replays Kùzu's log)")
+
+
 class _Conn:
     """A Kùzu connection with its prepared statements, keyed by query text."""
 
@@ -111,6 +128,13 @@ class KuzuGraphIndex:
                  batch_from: int | None = None) -> None:
         import kuzu
 
+        self.path = Path(path).resolve()
+        self._io_failed = False  # a write failed for want of space since the last one that committed
+        #: Set once a write failed for want of space: the next open checks the vector index's files too.
+        self.needs_check = False
+        #: Called when ``needs_check`` is set (:func:`zep_core.stores.open_stores` records it in the lock file).
+        self.on_failure: Callable[[], None] | None = None
+        _check_not_held(self.path)
         try:
             self._db = kuzu.Database(str(path), buffer_pool_size=buffer_pool_mb << 20,
                                      max_num_threads=2, max_db_size=1 << 40)
@@ -119,7 +143,7 @@ class KuzuGraphIndex:
                 raise StoreLockedError(
                     f"the graph store {path} is open in another process; close it there first "
                     f"({exc})") from exc
-            raise StoreError(f"could not open the Kùzu graph store {path}: {exc}") from exc
+            raise store_error(f"could not open the Kùzu graph store {path}: {exc}") from exc
         self._kuzu = kuzu
         # Kùzu 0.11's execute(query, params) prepares anew on every call and never frees the
         # statement (measured: +64 KB per call until the buffer pool is full); preparing each
@@ -160,6 +184,7 @@ class KuzuGraphIndex:
             try:
                 yield self._write.run
                 conn.execute("COMMIT")
+                self._io_failed = False
             except BaseException as exc:
                 try:
                     conn.execute("ROLLBACK")
@@ -168,7 +193,12 @@ class KuzuGraphIndex:
                 # Kùzu raises RuntimeError for a failed statement, ValueError or TypeError for a
                 # value it cannot convert (the transaction stays open then: rolled back above).
                 if isinstance(exc, (RuntimeError, ValueError, TypeError)):
-                    raise StoreError(f"Kùzu write failed: {exc}") from exc
+                    error = store_error(f"Kùzu write failed: {exc}")
+                    if is_io_failure(str(exc)):
+                        self._io_failed = self.needs_check = True
+                        if self.on_failure is not None:
+                            self.on_failure()
+                    raise error from exc
                 raise
 
     def _batched(self, run: Callable[[str, dict], Any], rows: int, *, edges: bool) -> bool:
@@ -337,8 +367,23 @@ class KuzuGraphIndex:
             self._sizes = None
 
     def close(self) -> None:
-        """Close connections and the database (releases the file lock)."""
+        """Close connections and the database (releases the file lock).
+
+        After a write failed for want of space (and none committed since), the database
+        is left open until this process exits, with a warning: closing it, or even a
+        ``CHECKPOINT``, then crashes the whole process in Kùzu 0.11 (SIGABRT or SIGSEGV,
+        seen on a full tmpfs, whether or not space came back). Nothing is lost: the graph
+        is derived, and the next open rebuilds it from SQLite (:func:`zep_core.stores.open_stores`).
+        """
         with self._write_lock:
             self._local = threading.local()
+            if self._io_failed:
+                _UNCLOSED[self.path] = (self._db, self._write.conn)
+                for obj in _UNCLOSED[self.path]:
+                    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+                log.warning("the graph store %s is not closed after its disk failed a write (Kùzu would crash the "
+                            "process); it stays open until this process exits, and the next open rebuilds it from "
+                            "SQLite", self.path)
+                return
             self._write.conn.close()
             self._db.close()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
-from ..errors import StoreError
+from ..errors import StoreError, is_io_failure, store_error
 from ..models import Entity, Episode, Fact, Message
 from ..temporal import STATEMENT, normalize_name
 
@@ -72,8 +72,13 @@ class RecordStore:
                 conn.execute("ALTER TABLE facts ADD COLUMN object_key TEXT")
             conn.executescript(SCHEMA)
         except sqlite3.Error as exc:
-            raise StoreError(f"could not open the record store {path}: {exc}") from exc
+            raise store_error(f"could not open the record store {path}: {exc}") from exc
         self.path = path
+        #: Set once a write failed for want of space (or by the file system): the disk that
+        #: failed SQLite may have failed Chroma's files silently, so the next open checks them.
+        self.needs_check = False
+        #: Called when ``needs_check`` is set (:func:`zep_core.stores.open_stores` records it in the lock file).
+        self.on_failure: Callable[[], None] | None = None
         self._lock = threading.RLock()
         self._checkpointer: sqlite3.Connection | None = None  # opened by the first checkpoint()
         self._closing = False
@@ -125,8 +130,17 @@ class RecordStore:
             except BaseException as exc:
                 self._tables.clear()  # a table made inside may be gone with the rollback
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"SQLite write failed in {self.path}: {exc}") from exc
+                    raise self._failed(f"SQLite write failed in {self.path}: {exc}") from exc
                 raise
+
+    def _failed(self, message: str) -> StoreError:
+        """The error for a failed write; one that says the disk failed marks the folder for a check."""
+        error = store_error(message)
+        if is_io_failure(message):
+            self.needs_check = True
+            if self.on_failure is not None:
+                self.on_failure()
+        return error
 
     def _rows(self, sql: str, params: Sequence[Any] | dict = ()) -> list[tuple]:
         with self._lock:
@@ -140,14 +154,14 @@ class RecordStore:
             try:
                 self.db.execute(sql, params)
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite write failed in {self.path}: {exc}") from exc
+                raise self._failed(f"SQLite write failed in {self.path}: {exc}") from exc
 
     def _many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         with self._lock:
             try:
                 self.db.conn.executemany(sql, rows)
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite write failed in {self.path}: {exc}") from exc
+                raise self._failed(f"SQLite write failed in {self.path}: {exc}") from exc
 
     def _rows_in(self, sql: str, ids: Sequence[str], before: Sequence[Any] = ()) -> list[tuple]:
         """Run ``sql`` once per chunk of ``ids``, its ``{ids}`` standing for the chunk's ``?`` list."""
@@ -215,7 +229,7 @@ class RecordStore:
                     self._last_log = 0
                 return max(int(log_pages) - int(copied), 0)  # -1, -1 when the database is not in WAL mode
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite checkpoint failed in {self.path}: {exc}") from exc
+                raise self._failed(f"SQLite checkpoint failed in {self.path}: {exc}") from exc
 
     def get_meta(self, key: str) -> str | None:
         """Read one metadata value (schema version, embedder identity…)."""

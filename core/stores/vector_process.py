@@ -17,16 +17,33 @@ and its answer (or its error) comes back. Only plain values cross: ids, vectors,
   is a fresh interpreter started with ``-c``, not multiprocessing's spawn or fork server:
   those import the application's main script again in every child, which breaks any
   script without an ``if __name__ == "__main__"`` guard.
+* **Every call has a deadline** (``MemoryConfig.vector_timeout_s``, 30 s by default; the
+  calls over the whole index, a reset or the consistency check's listing, ten times it).
+  Writes are sent in chunks of :data:`_CHUNK` vectors, so a call that takes longer is
+  stuck, not busy: Chroma can block forever inside a write when the disk is full. Past
+  the deadline the child is killed, the call fails with a
+  :class:`~zep_core.StoreUnavailableError` that says what to run, the index writes stay
+  queued in SQLite, and the folder is marked for a check: the memory's close records an
+  unclean shutdown, so the next open loads Chroma's files in a probe first and rebuilds
+  them from SQLite if they do not load (they are derived data). The next call starts a
+  new child. Closing waits for the child to close Chroma at most as long.
+* **No process outlives the memory's.** The helper reads its control socket; when the
+  memory's process is gone, however it died, the socket closes, and the helper gives its
+  children :data:`_ORPHAN_GRACE_S` to finish their call and close Chroma, kills those
+  still there, and exits. On Linux each child also asks the kernel to kill it when the
+  helper exits (``PR_SET_PDEATHSIG``), which holds even when the helper itself is killed
+  and the child is stuck in native code.
 * A child is the folder's only Chroma client: it holds an ``flock`` on
-  ``chroma/.owner.lock`` while it has the folder open, so a child left behind by a killed
-  memory finishes its call and closes before the next one opens the folder.
-* It exits when the memory closes it or when its socket closes (the memory's process
-  died), after closing Chroma; the helper exits with the memory's process too. A child
-  found dead is started again and the call (every call is idempotent) sent once more; a
-  child that dies twice on one call (Chroma crashing on a damaged file) is a
+  ``chroma/.owner.lock`` while it has the folder open. A new holder of the data folder
+  that finds the owner lock still held waits a moment for it, then looks for the process
+  that holds it (:func:`free_folder`): a process running this module that is not its own
+  descendant can only be a leftover of a holder that is gone (the data folder's lock is
+  the new holder's), so it is killed, and the folder opens.
+* A child found dead is started again and the call (every call is idempotent) sent once
+  more; a child that dies twice on one call (Chroma crashing on a damaged file) is a
   :class:`~zep_core.StoreError` that says what to run.
 * Where there is no ``fork`` (Windows), or with ``chroma_process=False``, Chroma runs in
-  the memory's process as before.
+  the memory's process as before (and a call there has no deadline).
 """
 
 from __future__ import annotations
@@ -34,6 +51,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
+import select
 import signal
 import socket
 import struct
@@ -42,36 +61,172 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Sequence
-from multiprocessing.connection import Connection
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreUnavailableError, is_io_failure, store_error
 
-__all__ = ["ChromaProcess", "available", "wait_for_owner"]
+__all__ = ["ChromaProcess", "available", "free_folder", "wait_for_owner"]
 
 log = logging.getLogger("zep_core")
 
 _START_TIMEOUT_S = 120.0   # the helper's first start imports chromadb; a busy machine can be slow
-_CLOSE_TIMEOUT_S = 60.0    # closing Chroma persists what it holds
+#: How long a new holder waits for a folder's Chroma owner lock before it looks for a leftover to kill.
+_OWNER_WAIT_S = 5.0
+#: How long the helper lets its children finish their call once the memory's process is gone.
+_ORPHAN_GRACE_S = 5.0
+#: The least time a child gets to open its folder (a busy machine's first Chroma client takes seconds).
+_OPEN_AT_LEAST_S = 15.0
+#: Vectors per write call: each call then takes a few seconds at most, so its deadline tells stuck from busy.
+_CHUNK = 1000
+#: The deadline of the calls whose work grows with the whole index, in calls' deadlines.
+_WHOLE_INDEX = 10
 _OWNER_LOCK = ".owner.lock"
 _CALLS = frozenset({"upsert", "delete", "query", "ids", "count", "drop_user", "reset", "drop_retired",
                     "collection_ids"})
+_WHOLE_INDEX_CALLS = frozenset({"reset", "drop_retired", "collection_ids"})
 #: Worker threads of Chroma's runtime in a child (its ``TOKIO_WORKER_THREADS``, unless the environment sets it).
 #: A child serves one call at a time, so more workers only hand each call between threads: with one,
 #: an upsert costs ~10 % less CPU, bulk ingest and the stream ran ~10 % faster, and queries the same
 #: (bench/findings.md).
 _CHROMA_WORKERS = 1
 _LENGTH = struct.Struct("!I")
+_FRAME = struct.Struct("!Q")
 _PID = struct.Struct("!q")
+#: What the helper's command line holds: how :func:`free_folder` tells a leftover of ours.
+_MARK = f"from {__name__} import _helper_main"
 
 
 def available() -> bool:
     """Whether this platform can run Chroma in a child (it needs ``fork`` and Unix sockets)."""
     return bool(sys.executable) and hasattr(os, "fork") and hasattr(socket, "send_fds") and sys.platform != "win32"
+
+
+class _Stalled(Exception):
+    """The other end did not answer before the deadline."""
+
+
+class _Channel:
+    """Pickled messages over a Unix socket; sending and receiving can be bounded by a deadline."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def send(self, obj: Any, deadline: float | None = None) -> None:
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        self._timeout(deadline)
+        try:
+            self.sock.sendall(_FRAME.pack(len(data)) + data)
+        except TimeoutError as exc:
+            raise _Stalled from exc
+
+    def recv(self, deadline: float | None = None) -> Any:
+        size = _FRAME.unpack(self._exactly(_FRAME.size, deadline))[0]
+        return pickle.loads(self._exactly(size, deadline))
+
+    def _exactly(self, n: int, deadline: float | None) -> bytes:
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            self._timeout(deadline)
+            try:
+                read = self.sock.recv_into(view[got:])
+            except TimeoutError as exc:
+                raise _Stalled from exc
+            if not read:
+                raise EOFError("the other end closed")
+            got += read
+        return bytes(buf)
+
+    def _timeout(self, deadline: float | None) -> None:
+        if deadline is None:
+            self.sock.settimeout(None)
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _Stalled
+        self.sock.settimeout(left)
+
+    def closed_by_peer(self, deadline: float) -> bool:
+        """Whether the other end closes before ``deadline`` (what it sends meanwhile is dropped)."""
+        try:
+            while True:
+                self._timeout(deadline)
+                if not self.sock.recv(65536):
+                    return True
+        except _Stalled:
+            return False
+        except TimeoutError:
+            return False
+        except OSError:
+            return True
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class _Proc:
+    """A process we may have to kill or wait for, by pidfd where Linux has them (no pid-reuse race)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.fd: int | None = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                self.fd = os.pidfd_open(pid)
+            except OSError:  # gone already, or an old kernel
+                self.fd = None
+
+    def exited(self, timeout_s: float = 0.0) -> bool:
+        """Whether the process has exited, waiting up to ``timeout_s``."""
+        if self.fd is not None:
+            poller = select.poll()
+            poller.register(self.fd, select.POLLIN)
+            return bool(poller.poll(max(0, int(timeout_s * 1000))))
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if not _runs(self.pid):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+
+    def kill(self) -> None:
+        try:
+            if self.fd is not None:
+                signal.pidfd_send_signal(self.fd, signal.SIGKILL)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
+        except OSError:  # already gone
+            pass
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _runs(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        if sys.platform.startswith("linux"):
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            return True
+        return True
+    return state not in ("Z", "X")
 
 
 class _Helper:
@@ -80,7 +235,7 @@ class _Helper:
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         code = (f"import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-                f"from {__name__} import _helper_main; _helper_main({theirs.fileno()})")
+                f"{_MARK}; _helper_main({theirs.fileno()})")
         env = dict(os.environ)
         env.setdefault("TOKIO_WORKER_THREADS", str(_CHROMA_WORKERS))
         try:
@@ -94,11 +249,11 @@ class _Helper:
         self.sock = ours
         self.lock = threading.Lock()
 
-    def fork(self, path: Path) -> tuple[Connection, int]:
-        """A new child serving ``path``: the connection to it and its pid."""
+    def fork(self, path: Path, owner_wait_s: float) -> tuple[_Channel, _Proc]:
+        """A new child serving ``path``: the channel to it and its process."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            request = str(path).encode("utf-8")
+            request = json.dumps({"path": str(path), "owner_wait_s": owner_wait_s}).encode("utf-8")
             with self.lock:
                 self.sock.settimeout(_START_TIMEOUT_S)
                 socket.send_fds(self.sock, [_LENGTH.pack(len(request)) + request], [theirs.fileno()])
@@ -108,7 +263,7 @@ class _Helper:
             raise
         finally:
             theirs.close()
-        return Connection(ours.detach()), pid
+        return _Channel(ours), _Proc(pid)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -116,9 +271,11 @@ class _Helper:
 
 _HELPER: _Helper | None = None
 _HELPER_LOCK = threading.Lock()
+#: Every ChromaProcess of this process: a process forked from this one must not use (or close) them.
+_INSTANCES: weakref.WeakSet[ChromaProcess] = weakref.WeakSet()
 
 
-def _fork(path: Path) -> tuple[Connection, int]:
+def _fork(path: Path, owner_wait_s: float) -> tuple[_Channel, _Proc]:
     """Fork a child for ``path`` from this process's helper (started, or started again, as needed)."""
     global _HELPER
     with _HELPER_LOCK:
@@ -126,7 +283,7 @@ def _fork(path: Path) -> tuple[Connection, int]:
             if _HELPER is None or not _HELPER.alive():
                 _HELPER = _Helper()
             try:
-                return _HELPER.fork(path)
+                return _HELPER.fork(path, owner_wait_s)
             except (OSError, EOFError) as exc:
                 _HELPER = None
                 if attempt == 2:
@@ -135,11 +292,30 @@ def _fork(path: Path) -> tuple[Connection, int]:
     raise AssertionError("unreachable")
 
 
+def _after_fork_in_child() -> None:
+    """In a process forked from this one: the helper and the children are the parent's, never ours."""
+    global _HELPER, _HELPER_LOCK
+    _HELPER_LOCK = threading.Lock()
+    if _HELPER is not None:
+        try:
+            _HELPER.sock.close()  # our copy only: the parent's helper sees no end
+        except OSError:
+            pass
+        _HELPER = None
+    for index in list(_INSTANCES):
+        index._disown()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class ChromaProcess:
     """The embedded Chroma index of ``path``, run in a child process.
 
     Args:
         path: the Chroma folder (``<data>/chroma``).
+        timeout_s: the deadline of one call (see the module docstring).
 
     Raises:
         StoreError: the child could not start, or Chroma could not open the folder there
@@ -147,52 +323,76 @@ class ChromaProcess:
 
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, timeout_s: float = 30.0) -> None:
         self.path = Path(path).resolve()
+        self.timeout_s = float(timeout_s)
         self.pid: int | None = None
-        self._conn: Connection | None = None
+        #: Set once a child was killed in a call or while closing, or Chroma said its disk failed:
+        #: its files may be damaged, so the next open of the data folder rebuilds them from SQLite.
+        self.needs_check = False
+        #: Called when ``needs_check`` is set (:func:`zep_core.stores.open_stores` records it in the lock file).
+        self.on_failure: Callable[[], None] | None = None
+        self._chan: _Channel | None = None
+        self._proc: _Proc | None = None
         self._finalizer: weakref.finalize | None = None
         self._lock = threading.Lock()
         self._closed = False
         with self._lock:
+            if not free_folder(self.path):
+                raise StoreError(f"another process still has the Chroma folder {self.path} open and it is not a "
+                                 "leftover of zep-memory that could be stopped; stop it and open the folder again")
             self._start()
+        _INSTANCES.add(self)
 
     # -- the child's life ----------------------------------------------------------------
 
     def _start(self) -> None:
-        conn, pid = _fork(self.path)
+        chan, proc = _fork(self.path, min(self.timeout_s, _OWNER_WAIT_S))
+        opening_s = max(self.timeout_s, _OPEN_AT_LEAST_S)
         try:
-            if not conn.poll(_START_TIMEOUT_S):
-                raise StoreError(f"the Chroma process for {self.path} did not open it within {_START_TIMEOUT_S:.0f} s")
-            _answer(conn.recv())
+            _answer(chan.recv(time.monotonic() + opening_s))
+        except _Stalled:
+            self._kill(chan, proc)
+            raise StoreUnavailableError(
+                f"the Chroma process for {self.path} did not open it within {opening_s:.0f} s and was stopped; "
+                f"{_WHAT_TO_DO}") from None
         except (EOFError, OSError) as exc:
-            _stop(conn, pid, kill=True)
+            _stop(chan, proc, kill=True)
             raise StoreError(f"the Chroma process for {self.path} stopped while opening it; run "
                              "`zep-memory doctor` on the data folder") from exc
         except BaseException:
-            _stop(conn, pid, kill=True)
+            _stop(chan, proc, kill=True)
             raise
-        self._conn, self.pid = conn, pid
+        self._chan, self._proc, self.pid = chan, proc, proc.pid
         # At exit, or when this object is dropped unclosed: the child closes Chroma, never cut off mid-write.
-        self._finalizer = weakref.finalize(self, _stop, conn, pid)
+        self._finalizer = weakref.finalize(self, _stop, chan, proc, timeout_s=self.timeout_s)
 
     def _call(self, name: str, *args: Any) -> Any:
-        """Send one call to the child and return its answer.
+        """Send one call to the child and return its answer, within the call's deadline.
 
         Every call is idempotent, so a child found dead (Chroma crashed in it, or it was
         killed) is started again and the call sent once more; a second death is an error.
+        A child that does not answer in time is killed and the call is not sent again
+        (whatever stuck it, a full disk say, would most likely stick the next one too).
         """
+        timeout_s = self.timeout_s * (_WHOLE_INDEX if name in _WHOLE_INDEX_CALLS else 1)
         with self._lock:
             for attempt in (1, 2):
                 if self._closed:
                     raise StoreError("the vector index is closed")
-                if self._conn is None:
+                if self._chan is None:
                     self._start()
-                assert self._conn is not None
+                assert self._chan is not None and self._proc is not None
+                deadline = time.monotonic() + timeout_s
                 try:
-                    self._conn.send((name, args))
-                    reply = self._conn.recv()
+                    self._chan.send((name, args), deadline)
+                    reply = self._chan.recv(deadline)
                     break
+                except _Stalled:
+                    self._kill(self._chan, self._proc)
+                    raise StoreUnavailableError(
+                        f"the Chroma process did not answer its {name} call within {timeout_s:.0f} s (a full disk "
+                        f"can leave Chroma waiting forever) and was stopped; {_WHAT_TO_DO}") from None
                 except (EOFError, OSError) as exc:
                     self._drop()
                     log.warning("the Chroma process stopped during %s%s", name,
@@ -201,38 +401,71 @@ class ChromaProcess:
                         raise StoreError(f"the Chroma process stopped twice during {name}: its files may be "
                                          "damaged; run `zep-memory doctor`, and `zep-memory rebuild` to make "
                                          "the vector index again from SQLite") from exc
-        return _answer(reply)
+        try:
+            return _answer(reply)
+        except StoreUnavailableError as exc:
+            if is_io_failure(str(exc)):
+                self._failed()  # Chroma itself says its disk failed
+            raise
+
+    def _failed(self) -> None:
+        self.needs_check = True
+        if self.on_failure is not None:
+            self.on_failure()
+
+    def _kill(self, chan: _Channel, proc: _Proc) -> None:
+        """Kill a child that stopped answering and mark the folder for a check; the next call starts another."""
+        log.warning("the Chroma process %d for %s did not answer in time; killing it", proc.pid, self.path)
+        self._failed()
+        if self._chan is chan:
+            self._drop()
+        else:
+            _stop(chan, proc, kill=True)
 
     def _drop(self) -> None:
         """Forget a child that stopped answering (killing it, should it still run)."""
         if self._finalizer is not None:
             self._finalizer.detach()
-        if self._conn is not None and self.pid is not None:
-            _stop(self._conn, self.pid, kill=True)
-        self._conn = self._finalizer = None
+        if self._chan is not None and self._proc is not None:
+            _stop(self._chan, self._proc, kill=True)
+        self._chan = self._proc = self._finalizer = None
         self.pid = None
 
+    def _disown(self) -> None:
+        """In a forked copy of the memory's process: let go of the parent's child without a word to it."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if self._chan is not None:
+            self._chan.close()
+        if self._proc is not None:
+            self._proc.close()
+        self._chan = self._proc = self._finalizer = None
+        self.pid = None
+        self._closed = True
+
     def close(self) -> None:
-        """Close Chroma in the child (it persists what it holds) and wait until it has."""
+        """Close Chroma in the child (it persists what it holds) and wait until it has, or the deadline passes."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            if self._finalizer is not None:
-                self._finalizer()  # runs _stop once, and no more at exit
-            self._conn = self._finalizer = None
+            if self._finalizer is not None and self._finalizer() is False:  # runs _stop once, and no more at exit
+                self._failed()
+            self._chan = self._proc = self._finalizer = None
+            _INSTANCES.discard(self)
 
     # -- the VectorIndex protocol ----------------------------------------------------------
 
     def upsert(self, user_id: str, kind: str, ids: Sequence[str], vectors: np.ndarray) -> None:
         """Insert or replace vectors; idempotent."""
-        if len(ids):
-            self._call("upsert", user_id, kind, list(ids), np.asarray(vectors, dtype=np.float32))
+        vectors = np.asarray(vectors, dtype=np.float32)
+        for i in range(0, len(ids), _CHUNK):
+            self._call("upsert", user_id, kind, list(ids[i:i + _CHUNK]), vectors[i:i + _CHUNK])
 
     def delete(self, user_id: str, kind: str, ids: Sequence[str]) -> None:
         """Remove ids; missing ids are ignored."""
-        if len(ids):
-            self._call("delete", user_id, kind, list(ids))
+        for i in range(0, len(ids), _CHUNK):
+            self._call("delete", user_id, kind, list(ids[i:i + _CHUNK]))
 
     def query(self, user_id: str, kind: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """Up to ``k`` ``(id, cosine similarity)`` pairs, best first."""
@@ -263,49 +496,40 @@ class ChromaProcess:
         return self._call("collection_ids")
 
 
+_WHAT_TO_DO = ("the index writes stay queued in SQLite and nothing acknowledged is lost. Check that the disk holding "
+               "the data folder has space, then retry; the next open checks the vector index and repairs it from "
+               "SQLite if needed (`zep-memory doctor` reports it)")
+
+
 def _answer(reply: tuple[str, Any]) -> Any:
     """The value of a child's reply, or its error raised here as the same kind of error."""
     status, value = reply
     if status == "ok":
         return value
     kind, message = value
-    raise (ValueError if kind == "ValueError" else StoreError)(message)
+    raise ValueError(message) if kind == "ValueError" else store_error(message)
 
 
-def _stop(conn: Connection, pid: int, *, kill: bool = False) -> None:
-    """Ask the child to close Chroma and wait until its end of the socket closes; kill it if stuck or broken.
+def _stop(chan: _Channel, proc: _Proc, *, kill: bool = False, timeout_s: float = 0.0) -> bool:
+    """Ask the child to close Chroma and wait up to ``timeout_s`` until it has; kill it if stuck or broken.
 
-    A child whose end of the socket is closed has exited (or is exiting, Chroma closed), so
-    it is never signalled: its pid may already belong to another process.
+    Returns whether the child closed on its own (False: it was killed, maybe mid-write).
     """
+    deadline = time.monotonic() + timeout_s
     if not kill:
         try:
-            conn.send(None)
-        except OSError:
+            chan.send(None, deadline)
+        except (_Stalled, OSError):
             pass
-    gone = _ended(conn, 0 if kill else _CLOSE_TIMEOUT_S)
-    try:
-        conn.close()
-    except OSError:
-        pass
-    if not gone:
+    closed = not kill and chan.closed_by_peer(deadline)
+    chan.close()
+    if not closed:
         if not kill:
-            log.warning("the Chroma process did not close within %.0f s; stopping it", _CLOSE_TIMEOUT_S)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:  # already gone
-            pass
-
-
-def _ended(conn: Connection, timeout_s: float) -> bool:
-    """Whether the child's end of the socket closes within ``timeout_s`` (what it sends meanwhile is dropped)."""
-    deadline = time.monotonic() + timeout_s
-    try:
-        while conn.poll(max(0.0, deadline - time.monotonic())):
-            conn.recv()
-    except (EOFError, OSError):
-        return True
-    return False
+            log.warning("the Chroma process did not close within %.0f s; stopping it", timeout_s)
+        proc.kill()
+    proc.exited(_OWNER_WAIT_S)  # a killed child lets go of the folder's owner lock as it dies
+    proc.close()
+    return closed
 
 
 def _recv_exactly(sock: socket.socket, n: int) -> bytes:
@@ -316,6 +540,110 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes:
             raise EOFError("the other end closed")
         data += chunk
     return data
+
+
+# -- a folder's owner lock, and leftovers holding it ---------------------------------------
+
+def _owner_lock(path: str, deadline: float) -> int | None:
+    """Take the folder's owner lock (an open descriptor), waiting until ``deadline``; None if still held then."""
+    import fcntl
+
+    os.makedirs(path, exist_ok=True)
+    owner = os.open(os.path.join(path, _OWNER_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    while True:  # a child being closed (or killed) lets go of it as it exits
+        try:
+            fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return owner
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(owner)
+                return None
+            time.sleep(0.02)
+
+
+def _holders(lock_file: Path) -> list[int]:
+    """The processes (Linux) that have ``lock_file`` open."""
+    try:
+        target = lock_file.stat()
+    except OSError:
+        return []
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            fds = list((proc / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                st = fd.stat()
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+                found.append(int(proc.name))
+                break
+    return found
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    """Whether ``ancestor`` is among the parents of ``pid`` (Linux)."""
+    seen = 0
+    while pid > 1 and seen < 64:
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return False
+        if pid == ancestor:
+            return True
+        seen += 1
+    return False
+
+
+def _is_ours(pid: int) -> bool:
+    """Whether ``pid`` runs this module's helper code (a helper, or a Chroma child forked from one)."""
+    try:
+        return _MARK.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def free_folder(path: Path, wait_s: float = _OWNER_WAIT_S) -> bool:
+    """Make sure no leftover Chroma process has the folder open; call it holding the data folder's lock.
+
+    Waits up to ``wait_s`` for the owner lock (a child closing lets go of it as it
+    exits). If it is still held then, the holders are looked up (Linux): a process
+    running this module that is not this process's own descendant is a leftover of an
+    earlier holder of the data folder, which is gone (this process holds the folder's
+    lock now), so it is killed, and the lock waited for once more. Returns whether the
+    folder is free.
+    """
+    if not available() or not Path(path).is_dir():
+        return True
+    owner = _owner_lock(str(path), time.monotonic() + wait_s)
+    if owner is None and sys.platform.startswith("linux"):
+        for pid in _holders(Path(path) / _OWNER_LOCK):
+            if _is_ours(pid) and not _descends_from(pid, os.getpid()):
+                log.warning("killing process %d, a Chroma process left by an earlier holder of %s that is gone",
+                            pid, path)
+                leftover = _Proc(pid)
+                leftover.kill()
+                leftover.exited(_OWNER_WAIT_S)
+                leftover.close()
+        owner = _owner_lock(str(path), time.monotonic() + wait_s)
+    if owner is None:
+        return False
+    os.close(owner)
+    return True
+
+
+def wait_for_owner(path: Path, timeout_s: float = _OWNER_WAIT_S) -> bool:
+    """Wait until no Chroma child has the folder open (a leftover of a dead holder is killed).
+
+    Call it before reading Chroma's files from outside a child (the check after a crash).
+    Returns False if one still had it after ``timeout_s``.
+    """
+    return free_folder(path, timeout_s)
 
 
 # -- the helper and the children -----------------------------------------------------------
@@ -332,6 +660,18 @@ def _helper_main(fd: int) -> None:
     except Exception:  # a child reports it, with the folder it was opening
         pass
     control = socket.socket(fileno=fd)
+    children: list[_Proc] = []
+    try:
+        _fork_children(control, children)
+    finally:  # the memory's process is gone: its children get a moment to finish, then go too
+        deadline = time.monotonic() + _ORPHAN_GRACE_S
+        for child in children:
+            if not child.exited(max(0.0, deadline - time.monotonic())):
+                child.kill()
+
+
+def _fork_children(control: socket.socket, children: list[_Proc]) -> None:
+    helper = os.getpid()
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 65536, 1)
@@ -349,68 +689,57 @@ def _helper_main(fd: int) -> None:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             code = 1
             try:
-                _serve(Connection(fds[0]), request.decode("utf-8"))
+                _die_with(helper)
+                spec = json.loads(request.decode("utf-8"))
+                _serve(_Channel(socket.socket(fileno=fds[0])), spec["path"], spec["owner_wait_s"])
                 code = 0
             finally:
                 os._exit(code)
         os.close(fds[0])
+        for child in [c for c in children if c.exited()]:
+            child.close()
+            children.remove(child)
+        children.append(_Proc(pid))
         try:
             control.sendall(_PID.pack(pid))
         except OSError:
             return
 
 
-def _owner_lock(path: str, deadline: float) -> int | None:
-    """Take the folder's owner lock (an open descriptor), waiting until ``deadline``; None if still held then."""
-    import fcntl
+def _die_with(parent: int) -> None:
+    """Linux: have the kernel kill this process when ``parent`` (the helper, single-threaded) exits."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
 
-    os.makedirs(path, exist_ok=True)
-    owner = os.open(os.path.join(path, _OWNER_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
-    while True:  # a child left behind by a killed memory may still be closing the folder
-        try:
-            fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return owner
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(owner)
-                return None
-            time.sleep(0.02)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the helper exited before the request took effect
+        os._exit(1)
 
 
-def wait_for_owner(path: Path, timeout_s: float = _CLOSE_TIMEOUT_S) -> bool:
-    """Wait until no Chroma child has the folder open (one left by a killed memory finishes first).
-
-    Call it before reading Chroma's files from outside a child (the check after a crash).
-    Returns False if one still had it after ``timeout_s``.
-    """
-    if not available() or not Path(path).is_dir():
-        return True
-    owner = _owner_lock(str(path), time.monotonic() + timeout_s)
-    if owner is None:
-        return False
-    os.close(owner)
-    return True
-
-
-def _serve(conn: Connection, path: str) -> None:
+def _serve(chan: _Channel, path: str, owner_wait_s: float) -> None:
     """The child: open the folder as its only Chroma client, answer calls until told to stop or orphaned."""
     from .vectors import ChromaVectorIndex
 
-    owner = _owner_lock(path, time.monotonic() + _CLOSE_TIMEOUT_S)
+    owner = _owner_lock(path, time.monotonic() + owner_wait_s)
     index = None
     try:
         if owner is None:
-            conn.send(("error", ("StoreError", f"another process still has the Chroma folder {path} open")))
+            chan.send(("error", ("StoreError", f"another process still has the Chroma folder {path} open")))
             return
         try:
             index = ChromaVectorIndex(Path(path))
         except Exception as exc:
-            conn.send(("error", (type(exc).__name__, str(exc))))
+            chan.send(("error", (type(exc).__name__, str(exc))))
             return
-        conn.send(("ok", None))
+        chan.send(("ok", None))
         while True:
             try:
-                message = conn.recv()
+                message = chan.recv()
             except (EOFError, OSError):  # the memory's process is gone
                 return
             if message is None:
@@ -421,12 +750,16 @@ def _serve(conn: Connection, path: str) -> None:
                     raise StoreError(f"unknown vector index call {name!r}")
                 value = getattr(index, name)(*args)
             except Exception as exc:
-                conn.send(("error", (type(exc).__name__, str(exc))))
+                reply: tuple[str, Any] = ("error", (type(exc).__name__, str(exc)))
             else:
-                conn.send(("ok", value))
+                reply = ("ok", value)
+            try:
+                chan.send(reply)
+            except OSError:  # the memory's process is gone
+                return
     finally:
         if index is not None:
             index.close()  # waits (briefly) for Chroma's background close, as in-process
         if owner is not None:
             os.close(owner)  # releases the flock once Chroma has let go of the folder
-        conn.close()
+        chan.close()

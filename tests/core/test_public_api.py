@@ -32,6 +32,7 @@ EXPECTED_ALL = [
     "StorageSettings",
     "StoreError",
     "StoreLockedError",
+    "StoreUnavailableError",
     "ValidationError",
     "ZepMemoryError",
 ]

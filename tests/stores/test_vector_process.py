@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from zep_core.errors import StoreError
+from zep_core.errors import StoreError, StoreUnavailableError
+from zep_core.stores import vector_process
 from zep_core.stores.vector_process import ChromaProcess, available
 from zep_core.stores.vectors import ChromaVectorIndex
 
@@ -165,3 +166,158 @@ def test_a_script_without_a_main_guard_runs(tmp_path):
                          timeout=300)
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("Oslo") >= 1 and "Traceback" not in run.stderr
+
+
+# -- a child that never answers ----------------------------------------------------------------
+# SIGSTOP makes a child that never answers, whatever it was doing: to its memory it is a Chroma call
+# that never returns (as Chroma's own, stuck in a write on a full disk: tests/reliability/test_disk_full.py).
+
+
+def wide(n: int, dim: int = 384) -> np.ndarray:
+    return np.random.default_rng(n).random((n, dim), dtype=np.float32)
+
+
+def test_a_call_the_child_never_answers_fails_at_its_deadline_and_the_next_call_gets_a_new_child(tmp_path):
+    index = ChromaProcess(tmp_path / "chroma", timeout_s=1.0)
+    try:
+        index.upsert("ann", "current", ["a"], unit(0))
+        stuck = index.pid
+        os.kill(stuck, signal.SIGSTOP)
+        start = time.monotonic()
+        with pytest.raises(StoreUnavailableError, match=r"did not answer its query call within 1 s.*doctor"):
+            index.query("ann", "current", unit(0)[0], 1)
+        assert time.monotonic() - start < 1.0 + 6.0
+        assert gone(stuck, within_s=10), "the stuck child was not killed"
+        assert index.needs_check, "a child killed mid-call must mark the folder for a check"
+        assert [i for i, _ in index.query("ann", "current", unit(0)[0], 1)] == ["a"]  # a new child, same files
+        assert index.pid != stuck
+
+        # A write too big for the socket's buffer: sending it to a child that never reads is bounded as well.
+        os.kill(index.pid, signal.SIGSTOP)
+        stuck, start = index.pid, time.monotonic()
+        with pytest.raises(StoreUnavailableError, match="did not answer its upsert call"):
+            index.upsert("bob", "current", [f"b{i}" for i in range(1000)], wide(1000))
+        assert time.monotonic() - start < 1.0 + 6.0 and gone(stuck, within_s=10)
+    finally:
+        index.close()
+
+
+def test_close_returns_at_the_deadline_when_the_child_never_closes_and_the_next_open_repairs(make_memory, tmp_path):
+    data = tmp_path / "data"
+    memory = make_memory(data, vector_timeout_s=1.0)
+    talk(memory, "I live in Oslo.")
+    memory.flush()
+    stuck = memory._stores.vectors.pid
+    os.kill(stuck, signal.SIGSTOP)
+    start = time.monotonic()
+    memory.close()
+    assert time.monotonic() - start < 1.0 + 6.0, "close() waited on a child that never closes"
+    assert gone(stuck, within_s=10)
+    assert '"closed"' not in (data / ".zep.lock").read_text(), "a child killed at close leaves the folder unclean"
+
+    again = make_memory(data)
+    assert again._stores.recovering  # so Chroma's files were loaded in a probe before the child opened them
+    assert "Oslo" in again.context_block("Where does Ann live?", user_id="ann")
+    assert again.check_consistency() == {}
+
+
+def test_a_memory_whose_chroma_child_gets_stuck_goes_on_with_a_new_one(make_memory):
+    memory = make_memory(vector_timeout_s=1.0)
+    talk(memory, "I live in Oslo.")
+    memory.flush()
+    stuck = memory._stores.vectors.pid
+    os.kill(stuck, signal.SIGSTOP)
+    talk(memory, "I work at the harbour.")  # committed to SQLite; its index write goes to the stuck child
+    try:  # the read waits for that write (read-your-writes): it gets the timeout if the indexer did not first
+        memory.context_block("Where does Ann work?", user_id="ann")
+    except StoreUnavailableError as exc:
+        assert "did not answer" in str(exc)
+    assert gone(stuck, within_s=10)
+    assert "harbour" in memory.context_block("Where does Ann work?", user_id="ann")  # through a new child
+    assert memory._stores.vectors.pid != stuck
+    assert memory.check_consistency() == {}
+
+
+HOLDER = textwrap.dedent("""
+    import json, os, sys
+    from zep_core import Memory, MemoryConfig
+    from zep_core.stores import vector_process
+    from tests.core.fakes import HashEmbedder
+    memory = Memory(MemoryConfig(data_dir=sys.argv[1], embedder=HashEmbedder()))
+    memory.conversation_end("s", [{"role": "user", "name": "Ann", "content": "I live in Oslo."}], user_id="ann")
+    memory.flush()
+    print(json.dumps({"child": memory._stores.vectors.pid, "helper": vector_process._HELPER.proc.pid}), flush=True)
+    sys.stdin.read()  # until the test kills this process
+""")
+
+
+def start_holder(data: Path) -> tuple[subprocess.Popen, dict]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), ORT_DISABLE_TELEMETRY="1")
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(data)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=env, cwd=ROOT)
+    line = proc.stdout.readline()
+    assert line, f"the holder exited: {proc.wait()}"
+    import json
+
+    return proc, json.loads(line)
+
+
+def test_the_chroma_processes_die_with_a_killed_memory_even_when_the_child_is_stuck(make_memory, tmp_path):
+    from tests.core.fakes import HashEmbedder
+
+    data = tmp_path / "data"
+    proc, pids = start_holder(data)
+    os.kill(pids["child"], signal.SIGSTOP)  # stuck in native code, as far as its socket can tell
+    proc.kill()
+    proc.wait()
+    assert gone(pids["helper"], within_s=15), "the helper outlived the memory's process"
+    assert gone(pids["child"], within_s=15), "a stuck Chroma child outlived the memory's process"
+    memory = make_memory(data, embedder=HashEmbedder())
+    assert "Oslo" in memory.context_block("Where does Ann live?", user_id="ann")
+    assert memory.check_consistency() == {}
+
+
+def test_a_new_holder_kills_a_chroma_process_left_by_a_holder_that_is_gone(make_memory, tmp_path):
+    """A leftover that nothing else stops (its helper stopped too, as a stuck or older helper would not act)."""
+    from tests.core.fakes import HashEmbedder
+
+    data = tmp_path / "data"
+    proc, pids = start_holder(data)
+    try:
+        os.kill(pids["helper"], signal.SIGSTOP)
+        os.kill(pids["child"], signal.SIGSTOP)
+        proc.kill()
+        proc.wait()
+        assert not gone(pids["child"], within_s=0), "the leftover is meant to outlive its holder here"
+        start = time.monotonic()
+        memory = make_memory(data, embedder=HashEmbedder())
+        assert time.monotonic() - start < 60
+        assert gone(pids["child"], within_s=10), "the new holder left the leftover running"
+        assert "Oslo" in memory.context_block("Where does Ann live?", user_id="ann")
+        assert memory.check_consistency() == {}
+    finally:
+        for pid in (pids["child"], pids["helper"]):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_process_forked_from_the_memorys_leaves_its_chroma_child_alone(make_memory):
+    memory = make_memory()
+    talk(memory, "I live in Oslo.")
+    memory.flush()
+    pid = os.fork()
+    if pid == 0:  # exits at once, running no exit handlers but what a forked copy would run at exit
+        code = 0
+        try:
+            index = memory._stores.vectors
+            index.close()  # a copy's close must not close the parent's child
+            vector_process._after_fork_in_child()  # idempotent: it ran at fork
+            code = 0 if vector_process._HELPER is None else 3
+        except BaseException:
+            code = 4
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert "Oslo" in memory.context_block("Where does Ann live?", user_id="ann")
