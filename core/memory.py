@@ -293,22 +293,28 @@ class Memory:
             speaker: who is asking; "I/me/my" in the input mean this entity (default
                 ``config.default_speaker``), as they did when the facts were extracted.
 
-        Raises:
-            NotFoundError: ``user_id`` has no stored data.
+        A user with nothing stored yet has no facts: ``[]`` (the arguments are checked all the same).
 
         """
-        return self._retrieval.get_context(self._query(input, user_id, limit=limit, as_of=as_of, speaker=speaker,
-                                                       require_both=require_both, threshold=threshold))
+        query = self._query(input, user_id, limit=limit, as_of=as_of, speaker=speaker, require_both=require_both,
+                            threshold=threshold)
+        if not self._stores.records.has_user(user_id):
+            return []
+        return self._retrieval.get_context(query)
 
     def context_block(self, input: str, *, user_id: str = "default", limit: int | None = None,
                       as_of: datetime | str | None = None, max_entities: int = 5,
                       speaker: str | None = None) -> str:
-        """A prompt-ready string: the GetContext facts with dates, and entity summaries."""
+        """A prompt-ready string: the GetContext facts with dates, and entity summaries (``""`` for none)."""
         query = self._query(input, user_id, limit=limit, as_of=as_of, speaker=speaker)
-        return self._retrieval.context_block(query, max_entities=check_limit(max_entities, "max_entities", minimum=0))
+        max_entities = check_limit(max_entities, "max_entities", minimum=0)
+        if not self._stores.records.has_user(user_id):
+            return ""
+        return self._retrieval.context_block(query, max_entities=max_entities)
 
     def _query(self, input: Any, user_id: str, **options: Any) -> ContextQuery:
-        self._require_user(user_id)
+        check_id(user_id, "user_id")
+        self._check_open()
         return ContextQuery.parse(self.config, input, user_id=user_id, **options)
 
     def entity_history(self, name: str, *, user_id: str = "default") -> list[Fact]:

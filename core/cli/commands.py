@@ -133,6 +133,8 @@ def cmd_context(args: argparse.Namespace) -> int:
     from ..serialize import fact_to_dict
 
     with open_memory(args) as memory:
+        if not memory.has_user(user_of(args)):  # the library answers "no facts"; on the command line, a typo
+            raise NotFoundError(f"unknown user {user_of(args)!r}: nothing is stored for it")
         if args.block:
             block = memory.context_block(args.query, user_id=user_of(args), limit=args.limit, as_of=args.as_of,
                                          speaker=args.speaker)

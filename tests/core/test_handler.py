@@ -99,9 +99,14 @@ def test_oversized_input_is_refused_with_the_limit_named(make_memory):
         memory.conversation_end("s", [Message("hello")] * 4, user_id="u")
 
 
-def test_queries_for_an_unknown_user_say_so(memory):
+def test_context_for_a_user_with_no_memory_is_empty_and_other_queries_say_unknown(memory):
+    assert memory.get_context("where?", user_id="nobody") == []
+    assert memory.context_block("where?", user_id="nobody") == ""
+    with pytest.raises(ValidationError, match="limit"):
+        memory.get_context("where?", user_id="nobody", limit=0)  # the arguments are still checked
+    assert not memory.has_user("nobody")  # asking stored nothing
     with pytest.raises(NotFoundError, match="unknown user"):
-        memory.get_context("where?", user_id="nobody")
+        memory.entity_history("Ann", user_id="nobody")
 
 
 def test_chat_session_turns_persist_and_end_as_one_episode(make_memory, tmp_path):

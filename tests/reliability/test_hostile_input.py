@@ -326,7 +326,9 @@ CASES: list[Case] = [
          InvariantError, "valid_until"),
     # -- queries -------------------------------------------------------------------------------
     Case("context for an unknown user", lambda env: env.memory.get_context("x", user_id="nobody-here"),
-         NotFoundError, "unknown user"),
+         safe=lambda env, r: r == []),
+    Case("context for an unknown user with a bad limit",
+         lambda env: env.memory.get_context("x", user_id="nobody-here", limit=0), ValidationError, "limit"),
     Case("context input a megabyte long", ctx(input="where " * (MB // 6)), ValidationError, "max_message_chars"),
     Case("context input None", ctx(input=None), ValidationError, "string"),
     Case("context limit 0", ctx(limit=0), ValidationError, "limit"),

@@ -37,7 +37,7 @@ def post(url: str, verb: str, body=None, who: str | None = "admin", **options) -
 
 #: Calls the library refuses, each run on the Memory in-process and through the server.
 REFUSED = [
-    ("an unknown user", lambda m: m.get_context("Where?", user_id="nobody"), NotFoundError),
+    ("an unknown user", lambda m: m.entity_history("Alice", user_id="nobody"), NotFoundError),
     ("an unknown entity", lambda m: m.entity_history("Nobody", user_id="alice"), NotFoundError),
     ("an unknown related entity", lambda m: m.related_entities("Nobody", user_id="alice"), NotFoundError),
     ("an unknown episode", lambda m: m.get_episode("no-such-episode"), NotFoundError),
