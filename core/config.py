@@ -359,6 +359,11 @@ class MemoryConfig:
         assistant_speaker: the speaker of ``assistant`` messages without a name, so what
             the assistant said is memory too ("what did you recommend last time?") and
             "you" in a question names it; None leaves unnamed assistant turns unindexed.
+        end_left_sessions: end a chat session left with turns waiting to be learned from
+            (:mod:`zep_core.sessions`): when its user starts another session, when
+            ``maintain()`` finds it idle ``session_idle_after``, and on ``close()``.
+        session_idle_after: how long a session's last waiting turn must be old for
+            ``maintain()`` to end it.
         scoring: :class:`ScoringSettings`: ``semantic_threshold``, ``graph_hops``,
             ``semantic_weight``, ``graph_weight``, ``context_limit``, ``require_both``,
             ``semantic_candidates``, ``graph_candidates``, ``hop_scores``, ``fusion``,
@@ -394,6 +399,8 @@ class MemoryConfig:
     auto_refresh: bool = False
     default_speaker: str = "User"
     assistant_speaker: str | None = "Assistant"
+    end_left_sessions: bool = True
+    session_idle_after: timedelta = timedelta(minutes=30)
     scoring: ScoringSettings = ScoringSettings()
     storage: StorageSettings = StorageSettings()
     limits: LimitSettings = LimitSettings()
@@ -419,6 +426,10 @@ class MemoryConfig:
         if isinstance(predicates, str) or not isinstance(predicates, Iterable):
             raise ConfigError(f"single_valued_predicates must be a collection of names, got {predicates!r}")
         object.__setattr__(self, "single_valued_predicates", frozenset(predicates))
+        if not isinstance(self.end_left_sessions, bool):
+            raise ConfigError(f"end_left_sessions must be True or False, got {self.end_left_sessions!r}")
+        if not isinstance(self.session_idle_after, timedelta) or self.session_idle_after <= timedelta(0):
+            raise ConfigError(f"session_idle_after must be a positive timedelta, got {self.session_idle_after!r}")
         speaker = self.assistant_speaker
         if speaker is not None and (not isinstance(speaker, str) or not speaker.strip()):
             raise ConfigError(f"assistant_speaker must be a non-empty string or None, got {speaker!r}")

@@ -51,6 +51,7 @@ class MaintenanceReport:
         failed: every episode marked ``failed`` (this run or before): its extraction
             failed ``max_extraction_attempts`` times, so it is no longer retried; it keeps
             its messages and its last error (``get_episode(id).error``).
+        sessions_ended: chat sessions left idle that were ended (learned from) first.
 
     """
 
@@ -60,6 +61,7 @@ class MaintenanceReport:
     entities_refreshed: int
     index_writes_replayed: int
     failed: tuple[str, ...] = ()
+    sessions_ended: int = 0
 
 
 class Maintenance:

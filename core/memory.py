@@ -18,10 +18,11 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TextIO
@@ -44,6 +45,8 @@ from .validation import check_episodes, check_flag, check_id, check_limit
 from .workers import Workers
 
 __all__ = ["MaintenanceReport", "Memory"]
+
+log = logging.getLogger("zep_core")
 
 #: What ``Episode.status`` can be: stored and extraction to come, extracted, or given up on.
 EPISODE_STATUSES = ("pending", "done", "failed")
@@ -165,12 +168,24 @@ class Memory:
             _detach(owner)
             return
         _forget(self)
+        if self.config.end_left_sessions and not self._workers.exiting:  # at exit the embedder's threads are gone
+            self._end_left_sessions()
         self._workers.stop()
         self._sandbox.close()
         with self._sync.exclusive():  # a writer still running finishes first; none starts after
             self._sync.close()
             self._closed = True
             self._stores.close()
+
+    def _end_left_sessions(self) -> None:
+        """At close: learn from every session with turns waiting (nothing can add to them through this memory)."""
+        try:
+            ended = self._sessions.end_waiting()
+        except Exception as exc:  # noqa: BLE001 - the turns stay stored; a later maintain() or close ends them
+            log.warning("could not end the chat sessions left waiting at close: %s", exc)
+            return
+        if ended:
+            log.info("closing: learned from %d chat sessions left waiting", len(ended))
 
     def _check_open(self) -> None:
         if self._closed or (self._owner is not None and self._owner._closed):
@@ -441,7 +456,11 @@ class Memory:
     # -- chat sessions (used by the adapters: zep_core.sessions) ------------------------------
 
     def add_messages(self, session_id: str, messages: Sequence[Any], *, user_id: str = "default") -> None:
-        """Persist chat turns of a session at once (they become an episode at :meth:`end_session`)."""
+        """Persist chat turns of a session at once (they become an episode at :meth:`end_session`).
+
+        The user's first turn in a new session ends the user's other sessions with turns
+        waiting (``end_left_sessions``).
+        """
         self._check_open()
         self._sessions.add(*_check_ids(session_id=session_id, user_id=user_id), messages)
 
@@ -486,9 +505,16 @@ class Memory:
                                                   batch_size=check_limit(batch_size, "batch_size", maximum=1_000_000))
 
     def maintain(self) -> MaintenanceReport:
-        """Retry pending extractions, replay index writes and refresh stale entities."""
+        """Retry pending extractions, replay index writes, refresh stale entities, end sessions left idle.
+
+        A chat session whose last waiting turn is ``session_idle_after`` old is ended
+        (learned from) first, with ``end_left_sessions``.
+        """
         self._check_open()
-        return self._maintenance.maintain()
+        ended = 0
+        if self.config.end_left_sessions:
+            ended = len(self._sessions.end_waiting(idle_for=self.config.session_idle_after))
+        return replace(self._maintenance.maintain(), sessions_ended=ended)
 
     def flush(self) -> int:
         """Bring Chroma and Kùzu up to date with every committed write now; return how many were applied.

@@ -17,6 +17,12 @@ and the assistant said goes to extraction.
 - on ``clear()``/``reset()``, before the turns are forgotten;
 - and on an explicit ``end_session()``, always.
 
+Whatever the policy, the memory itself ends a session that is left waiting
+(``MemoryConfig.end_left_sessions``, on by default): when the same user starts another
+session (:meth:`SessionBuffer.add`), when ``maintain()`` finds its last turn
+``session_idle_after`` old (30 minutes by default), and when the memory closes. So a
+short thread the user leaves is learned, not kept unlearned for ever.
+
 ``EndPolicy.of("explicit")`` ends only on the explicit call, ``"clear"`` also on
 ``clear()``, and a number N every N user turns (with the idle gap and ``clear()``).
 
@@ -66,12 +72,38 @@ class SessionBuffer:
                  clock: Callable[[], datetime]) -> None:
         self.config, self.records, self.ingest, self._now = config, records, ingest, clock
 
-    def add(self, session_id: str, user_id: str, messages: Sequence[Any]) -> None:
-        """Store turns at once, each stamped with when it was said (now, unless it carries a time)."""
+    def add(self, session_id: str, user_id: str, messages: Sequence[Any]) -> list[IngestResult]:
+        """Store turns at once, each stamped with when it was said (now, unless it carries a time).
+
+        The first turn a user says in a new session ends the user's other sessions that
+        have turns waiting: a user who starts a new conversation has left the others, and
+        what was said there is learned now instead of never. Returns their results.
+        """
         msgs = validate_messages(messages, self.config)
         now = self._now()
+        ended: list[IngestResult] = []
+        if (self.config.end_left_sessions and any(m.role not in UNLEARNED_ROLES for m in msgs)
+                and not self.records.has_session(user_id, session_id)):
+            ended = self.end_waiting(user_id=user_id)
         self.records.add_session_messages(user_id, session_id,
                                           [m if m.timestamp else replace(m, timestamp=now) for m in msgs])
+        return ended
+
+    def end_waiting(self, *, user_id: str | None = None, idle_for: timedelta | None = None) -> list[IngestResult]:
+        """End every session with turns waiting to be learned from (of ``user_id``, if given).
+
+        With ``idle_for``, only those whose last waiting turn is at least that old: what
+        ``maintain()`` sweeps. Closing the memory ends them all.
+        """
+        cutoff = None if idle_for is None else self._now() - idle_for
+        results = []
+        for user, session, last in self.records.waiting_sessions(user_id):
+            if cutoff is not None and last is not None and last > cutoff:
+                continue
+            result = self.end_session(session, user)
+            if result is not None:
+                results.append(result)
+        return results
 
     def messages(self, session_id: str, user_id: str, *, limit: int | None = None,
                  unended: bool = False) -> list[Message]:

@@ -35,6 +35,8 @@ class Workers:
         self._wakers: list[Callable[[], None]] = []
         self._exit_hook: Callable[[], None] | None = None
         self._owner = weakref.ref(owner)
+        #: Set when the interpreter is exiting and closes the owner: thread pools are shut down by then.
+        self.exiting = False
 
     def start(self, name: str, target: Callable[[threading.Event], None], *,
               wake: Callable[[], None] | None = None) -> None:
@@ -45,7 +47,7 @@ class Workers:
             self._wakers.append(wake)
         thread.start()
         if self._exit_hook is None:
-            self._exit_hook = functools.partial(_close_at_exit, self._owner)
+            self._exit_hook = functools.partial(_close_at_exit, self)
             atexit.register(self._exit_hook)
 
     def every(self, name: str, seconds: float, task: Callable[[], object]) -> None:
@@ -101,8 +103,9 @@ class Failures:
             self.streak = 0
 
 
-def _close_at_exit(ref: weakref.ref) -> None:
+def _close_at_exit(workers: Workers) -> None:
     """Close an owner left open, before the interpreter tears its threads down."""
-    owner = ref()
+    owner = workers._owner()
     if owner is not None:
+        workers.exiting = True
         owner.close()

@@ -263,7 +263,7 @@ def _stats_text(s: dict[str, Any]) -> str:
 
 def cmd_maintain(args: argparse.Namespace) -> int:
     """Retry pending episodes and refresh entities; exit 1 while some stay pending."""
-    with open_memory(args) as memory:
+    with open_memory(args, end_left_sessions=True) as memory:
         report = memory.maintain()
     payload = asdict(report)
     payload["still_pending"] = list(report.still_pending)
@@ -271,7 +271,8 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         f"retried {report.retried} pending episodes: {report.completed} done, "
         f"{len(report.still_pending)} still pending\n"
         f"refreshed {report.entities_refreshed} entity summaries; replayed {report.index_writes_replayed} "
-        "index writes" + (f"\n{len(report.failed)} episodes failed for good (see `zep-memory doctor`)"
+        f"index writes; ended {report.sessions_ended} idle chat sessions"
+        + (f"\n{len(report.failed)} episodes failed for good (see `zep-memory doctor`)"
                           if report.failed else "")))
     return 1 if report.still_pending else 0
 
@@ -470,7 +471,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"zep-memory: serving {memory.data_dir} at {url} ({who}); docs at {url}/docs", file=sys.stderr,
               flush=True)
 
-    with open_memory(args, create=True) as memory:
+    with open_memory(args, create=True, end_left_sessions=True) as memory:
         run_server(memory, keys, host=args.host, port=args.port, max_body_bytes=limit, log_level=args.log_level,
                    access_log=args.access_log, on_listening=listening)
     return 0
@@ -507,6 +508,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         with RemoteMemory(args.url, api_key=os.environ.get("ZEP_MEMORY_API_KEY")) as remote:
             serve(remote)
     else:
-        with open_memory(args, create=True) as memory:
+        with open_memory(args, create=True, end_left_sessions=True) as memory:
             serve(memory)
     return 0

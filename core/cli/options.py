@@ -67,14 +67,14 @@ def open_memory(args: argparse.Namespace, *, create: bool = False, **changes: An
     Only the commands that write new memory (``create``: ingest, import, serve, mcp) may
     start a new data folder; the others refuse a folder that holds none, and create nothing,
     so a mistyped ``--data`` is an error instead of an empty memory that knows no one.
+    Chat sessions left waiting are ended only where a command asks for it
+    (``end_left_sessions=True``: maintain, serve, mcp): looking at a memory learns nothing.
 
     Raises:
         NotFoundError: not ``create`` and the folder holds no memory.
 
     """
-    config = config_from(args)
-    if changes:
-        config = config.with_(**changes)
+    config = config_from(args).with_(**{"end_left_sessions": False, **changes})
     folder = Path(config.data_dir)
     if not create and not (folder / "zep.db").is_file():
         state = "does not exist" if not folder.exists() else "holds no memory (no zep.db)"

@@ -323,6 +323,7 @@ class MaintenanceReportOut(BaseModel):
     entities_refreshed: int
     index_writes_replayed: int
     failed: list[str]
+    sessions_ended: int = 0
 
 
 class ImportReportOut(BaseModel):
@@ -406,7 +407,8 @@ def maintenance_report_from_dict(data: Mapping[str, Any]) -> MaintenanceReport:
     return MaintenanceReport(retried=data["retried"], completed=data["completed"],
                              still_pending=tuple(data["still_pending"]),
                              entities_refreshed=data["entities_refreshed"],
-                             index_writes_replayed=data["index_writes_replayed"], failed=tuple(data.get("failed", ())))
+                             index_writes_replayed=data["index_writes_replayed"], failed=tuple(data.get("failed", ())),
+                             sessions_ended=data.get("sessions_ended", 0))
 
 
 def import_report_to_dict(report: ImportReport) -> dict[str, Any]:

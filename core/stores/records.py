@@ -18,6 +18,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -936,6 +937,26 @@ class RecordStore:
             params.append(limit)
         rows = self._rows(sql + " ORDER BY seq", params)
         return [(r[0], _session_message(r[1:])) for r in rows]
+
+    def waiting_sessions(self, user_id: str | None = None) -> list[tuple[str, str, datetime | None]]:
+        """``(user_id, session_id, time of its last waiting turn)`` of every session with turns not yet learned from.
+
+        Only turns that would be learned from count (``tool`` rows never are); of
+        ``user_id`` only, if given.
+        """
+        sql = ("SELECT user_id, session_id, MAX(timestamp) FROM session_messages "
+               "WHERE episode_id IS NULL AND role <> 'tool'")
+        params: list[Any] = []
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            params.append(user_id)
+        rows = self._rows(sql + " GROUP BY user_id, session_id ORDER BY MIN(seq)", params)
+        return [(u, s, parse_time(t)) for u, s, t in rows]
+
+    def has_session(self, user_id: str, session_id: str) -> bool:
+        """Whether the session has any stored turn."""
+        return bool(self._rows("SELECT 1 FROM session_messages WHERE user_id = ? AND session_id = ? LIMIT 1",
+                               [user_id, session_id]))
 
     def mark_session_ended(self, user_id: str, session_id: str, up_to_seq: int, episode_id: str) -> None:
         """Record that turns up to ``up_to_seq`` went into ``episode_id``."""

@@ -99,6 +99,8 @@ CREATE TABLE IF NOT EXISTS session_messages (
     message_id TEXT, timestamp TEXT, episode_id TEXT, extra TEXT);
 CREATE INDEX IF NOT EXISTS session_messages_session
     ON session_messages(user_id, session_id, seq);
+CREATE INDEX IF NOT EXISTS session_messages_waiting
+    ON session_messages(user_id, session_id, seq) WHERE episode_id IS NULL;
 """
 
 FACT_COLUMNS = (

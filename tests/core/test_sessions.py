@@ -174,3 +174,67 @@ def test_check_memory_names_what_a_near_miss_lacks():
 
     with pytest.raises(ValidationError, match="it has no get_context"):
         check_memory(Half(), "the retriever's memory")
+
+
+# -- sessions left waiting: the memory ends them -------------------------------------------------
+
+
+def knows(memory, text, user="ana"):
+    return text in memory.context_block(f"What about {text}?", user_id=user)
+
+
+def test_a_new_session_of_the_same_user_ends_the_one_left_waiting(memory):
+    turn(memory, "I adopted a cat called Miso.", "Lovely!", session="monday")
+    assert memory.unended_count("monday", user_id="ana") == 2 and not knows(memory, "Miso")
+    turn(memory, "Any tips for sleeping better?", session="tuesday")  # she left Monday's thread
+    assert memory.unended_count("monday", user_id="ana") == 0
+    assert knows(memory, "Miso")
+    assert memory.unended_count("tuesday", user_id="ana") == 1  # the new thread goes on waiting
+    turn(memory, "I sleep badly.", session="tuesday")  # a second turn in it ends nothing
+    assert memory.unended_count("tuesday", user_id="ana") == 2
+
+
+def test_a_new_session_ends_only_its_own_users_sessions(memory):
+    memory.add_messages("chat", [Message("I live in Porto.", name="Bea")], user_id="bea")
+    turn(memory, "Hello there, I am new here.", session="first")
+    assert memory.unended_count("chat", user_id="bea") == 1
+
+
+def test_tool_rows_in_a_new_session_are_not_a_new_conversation(memory):
+    turn(memory, "I adopted a cat called Miso.", session="monday")
+    memory.add_messages("store-log", [Message("{}", role="tool", name="zep-store")], user_id="ana")
+    assert memory.unended_count("monday", user_id="ana") == 1
+
+
+def test_maintain_ends_the_sessions_idle_long_enough(memory, clock):
+    turn(memory, "I adopted a cat called Miso.", "Lovely!", session="monday")
+    clock.advance(minutes=10)
+    report = memory.maintain()
+    assert report.sessions_ended == 0 and memory.unended_count("monday", user_id="ana") == 2  # not idle yet
+    clock.advance(minutes=25)  # 35 minutes since her last turn, over session_idle_after's 30
+    assert memory.maintain().sessions_ended == 1
+    assert memory.unended_count("monday", user_id="ana") == 0 and knows(memory, "Miso")
+
+
+def test_closing_the_memory_learns_from_every_session_left_waiting(make_memory, tmp_path):
+    data = tmp_path / "data"
+    memory = make_memory(data)
+    turn(memory, "I adopted a cat called Miso.", session="short")
+    memory.add_messages("other", [Message("I live in Porto.", name="Bea")], user_id="bea")
+    memory.close()
+    again = make_memory(data)
+    assert knows(again, "Miso") and knows(again, "Porto", user="bea")
+    assert again.unended_count("short", user_id="ana") == 0
+
+
+def test_with_end_left_sessions_off_the_turns_wait_for_an_explicit_end(make_memory, tmp_path, clock):
+    data = tmp_path / "data"
+    memory = make_memory(data, end_left_sessions=False)
+    turn(memory, "I adopted a cat called Miso.", session="monday")
+    turn(memory, "Any tips for sleeping better?", session="tuesday")
+    clock.advance(hours=2)
+    assert memory.maintain().sessions_ended == 0
+    memory.close()
+    again = make_memory(data, end_left_sessions=False)
+    assert again.unended_count("monday", user_id="ana") == 1 and not knows(again, "Miso")
+    assert again.end_session("monday", user_id="ana").status == "done" and knows(again, "Miso")

@@ -101,8 +101,9 @@ def test_forget_user_leaves_nothing_behind_in_any_store(memory):
     assert nodes == set() and edges == {}
     assert memory._stores.graph.snapshot("bob")[0]
     assert not memory.has_user("alice")
+    assert memory.get_context("Paris", user_id="alice") == []
     with pytest.raises(NotFoundError):
-        memory.get_context("Paris", user_id="alice")
+        memory.entity_history("Alice", user_id="alice")
     assert memory.get_context("Where does Bob live?", user_id="bob")
 
 

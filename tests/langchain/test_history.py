@@ -197,3 +197,13 @@ def test_a_user_and_a_memory_are_required(memory):
         ZepChatMessageHistory(memory, "s1")  # no user_id: no shared default user
     with pytest.raises(ValidationError, match="Memory.open"):
         ZepChatMessageHistory("./data", "s1", user_id="alice")
+
+
+def test_a_short_thread_the_user_leaves_is_learned_when_they_open_another(memory):
+    first = ZepChatMessageHistory(memory, "thread-1", user_id="alice", user_name="Alice")
+    first.add_messages([HumanMessage("I adopted a cat called Miso."), AIMessage("Lovely!")])
+    assert "Miso" not in memory.context_block("What pet does Alice have?", user_id="alice")  # two turns: waiting
+    second = ZepChatMessageHistory(memory, "thread-2", user_id="alice", user_name="Alice")
+    second.add_messages([HumanMessage("Can you suggest a book?")])
+    assert "Miso" in memory.context_block("What pet does Alice have?", user_id="alice")
+    assert [m.content for m in first.messages] == ["I adopted a cat called Miso.", "Lovely!"]  # the thread stays

@@ -70,10 +70,12 @@ def test_turns_survive_reopening_the_memory(make_memory, tmp_path):
     ZepMemory(memory=core, session_id="s1", user_id="ada").put_messages([user("I live in Paris."), assistant("Ok.")])
     core.close()
 
-    reopened = ZepMemory(memory=make_memory(data), session_id="s1", user_id="ada")
+    again = make_memory(data)
+    reopened = ZepMemory(memory=again, session_id="s1", user_id="ada")
 
     assert texts(reopened.get_all()) == [("user", "I live in Paris."), ("assistant", "Ok.")]
-    assert reopened.end_session().added  # the turns were never ingested before the restart
+    assert reopened.end_session() is None  # closing the memory learned from the turns left waiting
+    assert "Paris" in again.context_block("Where does ada live?", user_id="ada")
 
 
 def test_get_puts_the_context_for_the_input_in_a_system_message(make_memory):
