@@ -4,14 +4,28 @@
 gives every node and tool ``runtime.store``: the long-term memory LangGraph's own
 patterns and langmem-style memory tools write to.
 
-**Namespaces are users.** A namespace is laid out as ``layout`` says, by default
-``("memories", "{user_id}")`` (the layout langmem and LangGraph's memory guides use):
-``("memories", "alice")`` and ``("memories", "alice", "prefs")`` are Alice's;
-``layout=("{user_id}", "memories")`` fits apps that put the user first. A namespace
-that does not fit the layout is refused on ``put``/``get``/``delete`` with an error
-that shows the layout (never filed under a made-up user); a search or listing whose
-prefix does not fit simply finds nothing. The user label is checked like every
-``user_id``.
+**Namespaces are tenants, and two users never share one.** A namespace is read by
+``layout``: fixed labels and ``{placeholders}``, by default ``("memories", "{user_id}")``
+(the layout langmem and LangGraph's memory guides use). The zep user an item is kept
+under (its *tenant*) is made of the namespace's placeholder labels and every label
+deeper than the layout, so nothing a layout leaves out can merge two users:
+
+- ``("memories", "alice")`` is zep user ``"alice"`` (the same user as Alice's chat
+  history, so her stored items and her chats build one graph);
+- ``("memories", "acme", "alice")`` under the default layout (langmem's
+  ``("memories", "{org_id}", "{user_id}")``) is ``"acme/alice"``, and Bob of acme is
+  ``"acme/bob"``: Bob's "I live in Oslo" never supersedes Alice's Paris;
+  ``layout=("memories", "{org_id}", "{user_id}")`` names the same tenants;
+- ``("memories", "alice", "prefs")`` is ``"alice/prefs"``: a sub-namespace is a tenant
+  of its own, found by every search and listing under ``("memories", "alice")``;
+- a namespace that does not fit the layout (``("app_config",)``, ``("memories",)``)
+  is *shared data*: kept whole under a tenant of its own whose id starts with ``~``
+  (``"~app_config"``), which no layout's tenant can be.
+
+Each label is escaped (``%`` → ``%25``, ``/`` → ``%2F``, ``~`` → ``%7E``) and the
+labels are joined by ``/``, so two different namespaces never make the same tenant;
+a tenant is checked like every ``user_id`` (256 characters at most).
+:func:`tenant_of` tells which zep user a namespace is kept under.
 
 **How an item is kept.** Each ``put`` and ``delete`` is appended, as exact JSON, to
 the user's ``"langgraph-store"`` session in the memory's SQLite (rows with the
@@ -46,12 +60,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import unquote
 
 from langgraph.store.base import (
     BaseStore,
@@ -80,12 +97,17 @@ except ImportError:  # pragma: no cover - older langgraph: the BaseStore methods
     def validate_op_namespace(op: Op) -> None:
         """Older langgraph has no check for ops given to ``batch`` directly; its methods check labels."""
 
-__all__ = ["DEFAULT_LAYOUT", "LOG_SESSION", "NamespaceError", "USER_LABEL", "ZepStore"]
+__all__ = ["DEFAULT_LAYOUT", "LOG_SESSION", "NamespaceError", "SHARED_PREFIX", "USER_LABEL", "ZepStore",
+           "tenant_of"]
 
-#: The label of a layout that stands for the user id.
+#: The label of the default layout that stands for the user id.
 USER_LABEL = "{user_id}"
 #: The default layout: ``("memories", user_id, ...)``.
 DEFAULT_LAYOUT = ("memories", USER_LABEL)
+#: The first character of a shared-data tenant (a namespace that does not fit the layout).
+SHARED_PREFIX = "~"
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+_ESCAPES = {"%": "%25", "/": "%2F", "~": "%7E"}
 #: The session of each user that holds the store's log.
 LOG_SESSION = "langgraph-store"
 _LOG_NAME = "zep-store"
@@ -94,7 +116,7 @@ _OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
 
 class NamespaceError(ValidationError, InvalidNamespaceError):
-    """A namespace that does not fit the store's layout (both a zep and a LangGraph error)."""
+    """A namespace LangGraph refuses, or one too long for a zep user id (both a zep and a LangGraph error)."""
 
 
 @dataclass
@@ -112,17 +134,78 @@ _State = dict[tuple[str, ...], dict[str, _Entry]]
 
 
 def _check_layout(layout: Any) -> tuple[str, ...]:
+    example = ("memories", "{org_id}", "{user_id}")
     if isinstance(layout, str) or not isinstance(layout, Sequence) or not layout:
-        raise ValidationError(f"layout must be a non-empty tuple of labels such as {DEFAULT_LAYOUT!r}, got {layout!r}")
+        raise ValidationError(f"layout must be a non-empty tuple of labels such as {DEFAULT_LAYOUT!r} or "
+                              f"{example!r}, got {layout!r}")
     layout = tuple(layout)
-    if layout.count(USER_LABEL) != 1:
-        raise ValidationError(f"layout must hold {USER_LABEL!r} exactly once (where the user id goes), got {layout!r}")
     for label in layout:
         if not isinstance(label, str) or not label or "." in label:
             raise ValidationError(f"layout labels must be non-empty strings without '.', got {label!r} in {layout!r}")
+        if ("{" in label or "}" in label) and not _PLACEHOLDER.fullmatch(label):
+            raise ValidationError(f"a layout label is a fixed label or a whole placeholder such as '{{user_id}}', "
+                                  f"got {label!r} in {layout!r}")
+    holders = [label for label in layout if _PLACEHOLDER.fullmatch(label)]
+    if not holders:
+        raise ValidationError(f"layout must hold at least one placeholder such as {USER_LABEL!r} (where the user "
+                              f"id goes), got {layout!r}; e.g. {DEFAULT_LAYOUT!r} or {example!r}")
+    if len(set(holders)) != len(holders):
+        raise ValidationError(f"each placeholder may appear once in a layout, got {layout!r}")
     if layout[0] == "langgraph":
         raise ValidationError("a layout cannot start with 'langgraph' (LangGraph reserves it)")
     return layout
+
+
+def _escape(label: str) -> str:
+    return "".join(_ESCAPES.get(c, c) for c in label)
+
+
+def _tenant(labels: Sequence[str], shared: bool) -> str:
+    tenant = (SHARED_PREFIX if shared else "") + "/".join(_escape(label) for label in labels)
+    try:
+        return check_id(tenant, "the zep user of a namespace")
+    except ValidationError as exc:
+        raise NamespaceError(f"namespace {tuple(labels)!r}: {exc}; use shorter labels") from None
+
+
+def _labels_of(tenant: str) -> tuple[bool, tuple[str, ...]]:
+    """``(shared, labels)`` of a tenant id made by :func:`_tenant`."""
+    shared = tenant.startswith(SHARED_PREFIX)
+    body = tenant[len(SHARED_PREFIX):] if shared else tenant
+    return shared, tuple(unquote(label) for label in body.split("/"))
+
+
+def tenant_of(namespace: Sequence[str], layout: Sequence[str] = DEFAULT_LAYOUT) -> str:
+    """The zep user id a ZepStore with ``layout`` keeps ``namespace``'s items under.
+
+    The namespace's placeholder labels and every label deeper than the layout, escaped
+    and joined by ``/``; a namespace that does not fit the layout is shared data, its
+    tenant ``~`` and all its labels. See the module docstring.
+
+    Raises:
+        NamespaceError: a label that LangGraph refuses, or a tenant over 256 characters.
+
+    """
+    return _place(tuple(namespace), _check_layout(layout))[0]
+
+
+def _fits_layout(namespace: tuple[str, ...], layout: tuple[str, ...]) -> bool:
+    return len(namespace) >= len(layout) and all(
+        label == want or _PLACEHOLDER.fullmatch(want) for want, label in zip(layout, namespace))
+
+
+def _place(namespace: tuple[str, ...], layout: tuple[str, ...]) -> tuple[str, bool]:
+    """``(tenant, shared)`` of a full namespace."""
+    for label in namespace:
+        if not isinstance(label, str) or not label or "." in label:
+            raise NamespaceError(f"namespace labels must be non-empty strings without '.', got {label!r} "
+                                 f"in {namespace!r}")
+    if not namespace:
+        raise NamespaceError("a namespace needs at least one label, e.g. ('memories', 'alice')")
+    if not _fits_layout(namespace, layout):
+        return _tenant(namespace, shared=True), True
+    labels = [label for want, label in zip(layout, namespace) if _PLACEHOLDER.fullmatch(want)]
+    return _tenant([*labels, *namespace[len(layout):]], shared=False), False
 
 
 def _json_of(value: Any) -> str:
@@ -215,14 +298,16 @@ class ZepStore(BaseStore):
 
     Args:
         memory: the :class:`zep_core.Memory` (or a ``RemoteMemory``).
-        layout: how a namespace names its user: labels, one of them ``"{user_id}"``
-            (default ``("memories", "{user_id}")``).
+        layout: how a namespace names its user: fixed labels and at least one
+            ``{placeholder}`` (default ``("memories", "{user_id}")``; langmem's
+            ``("memories", "{org_id}", "{user_id}")`` works as it is). A namespace that
+            does not fit is kept as shared data (see the module docstring).
         fields: the value paths whose text is learned from (LangGraph's path syntax,
             e.g. ``["content"]``; default: every string in the value). ``put(...,
             index=[...])`` overrides it per item, ``index=False`` learns nothing.
-        user_names: each user's name (a mapping or a function of the user id): "I" in
-            an item's text, and in a query, means that person (default: the memory's
-            ``default_speaker``).
+        user_names: each user's name (a mapping or a function of the zep user id, e.g.
+            ``"alice"`` or ``"acme/alice"``): "I" in an item's text, and in a query,
+            means that person (default: the memory's ``default_speaker``).
 
     Example:
         >>> store = ZepStore(memory)                                           # doctest: +SKIP
@@ -241,7 +326,6 @@ class ZepStore(BaseStore):
                  _as_of: datetime | None = None) -> None:
         self.memory = check_store_memory(memory)
         self.layout = _check_layout(layout)
-        self._user_at = self.layout.index(USER_LABEL)
         if fields is not None and (isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields)):
             raise ValidationError(f"fields must be a list of value paths such as ['content'], got {fields!r}")
         self.fields = None if fields is None else list(fields)
@@ -249,6 +333,7 @@ class ZepStore(BaseStore):
             raise ValidationError("user_names must be a mapping of user ids to names, or a function of the user id")
         self.user_names = user_names
         self.when = _as_of
+        self._told: set[str] = set()
 
     def __repr__(self) -> str:
         at = f", as_of={self.when.isoformat()!r}" if self.when else ""
@@ -267,29 +352,36 @@ class ZepStore(BaseStore):
     # -- namespaces and users ----------------------------------------------------------------
 
     def _user_of(self, namespace: tuple[str, ...]) -> str:
-        """The user a full namespace belongs to."""
-        if len(namespace) < len(self.layout) or not all(
-                want == USER_LABEL or want == label for want, label in zip(self.layout, namespace)):
-            example = tuple("alice" if label == USER_LABEL else label for label in self.layout)
-            raise NamespaceError(f"namespace {namespace!r} does not fit this ZepStore's layout {self.layout!r}: "
-                                 f"use e.g. {example!r} (deeper namespaces may follow), or build the store with "
-                                 "layout=(...) to match your namespaces")
-        try:
-            return check_id(namespace[self._user_at], "the user id in a namespace")
-        except ValidationError as exc:
-            raise NamespaceError(str(exc)) from None
+        """The tenant (zep user) a full namespace's items are kept under."""
+        tenant, shared = _place(tuple(namespace), self.layout)
+        if shared and tenant not in self._told:
+            self._told.add(tenant)
+            logging.getLogger(__name__).info(
+                "ZepStore: namespace %r does not fit the layout %r: kept as shared data under zep user %r",
+                tuple(namespace), self.layout, tenant)
+        return tenant
+
+    def _namespace_of(self, tenant: str) -> tuple[str, ...] | None:
+        """The one namespace a tenant's items have, or None if no namespace makes it."""
+        shared, labels = _labels_of(tenant)
+        if shared:
+            return labels
+        holders = sum(1 for label in self.layout if _PLACEHOLDER.fullmatch(label))
+        if len(labels) < holders:
+            return None
+        values = iter(labels)
+        filled = tuple(next(values) if _PLACEHOLDER.fullmatch(want) else want for want in self.layout)
+        return (*filled, *values)
 
     def _users_under(self, prefix: Sequence[str]) -> list[str]:
-        """The users a prefix can reach (``*`` labels allowed): one, none, or all of them."""
-        if not all(want in (USER_LABEL, label) or label == "*" for want, label in zip(self.layout, prefix)):
-            return []
-        if len(prefix) > self._user_at and prefix[self._user_at] != "*":
-            user_id = prefix[self._user_at]
-            try:
-                return [check_id(user_id, "user_id")]
-            except ValidationError:
-                return []  # no user can have that id: nothing is stored under it
-        return list(self.memory.users())
+        """The tenants a prefix can reach (``*`` labels allowed), in the memory's user order."""
+        prefix = tuple(prefix)
+        found = []
+        for tenant in self.memory.users():
+            namespace = self._namespace_of(tenant)
+            if namespace is not None and len(namespace) >= len(prefix) and _fits(prefix, namespace):
+                found.append(tenant)  # a tenant holds one namespace: the prefix reaches it or not
+        return found
 
     def _name_of(self, user_id: str) -> str | None:
         names = self.user_names
@@ -336,7 +428,7 @@ class ZepStore(BaseStore):
         the last put of a ``(namespace, key)`` wins.
 
         Raises:
-            NamespaceError: a put, get or delete namespace that does not fit the layout.
+            NamespaceError: a label LangGraph refuses, or a namespace too long to name a zep user.
             zep_core.ValidationError: a value that is not plain JSON, or a write on an ``as_of`` view.
 
         """
@@ -425,8 +517,9 @@ class ZepStore(BaseStore):
 
     def _candidates(self, prefix: tuple[str, ...], wanted: Mapping[str, Any] | None,
                     state: Callable[[str], _State]) -> list[tuple[str, tuple[str, ...], str, _Entry]]:
+        """The items under a prefix, namespace by namespace in the order each was first put (as InMemoryStore)."""
         found = []
-        for user_id in self._users_under(prefix):
+        for user_id in self._by_first_put(self._users_under(prefix), state):
             for namespace, items in state(user_id).items():
                 if namespace[:len(prefix)] != prefix:
                     continue
@@ -435,6 +528,13 @@ class ZepStore(BaseStore):
                         continue
                     found.append((user_id, namespace, key, entry))
         return found
+
+    @staticmethod
+    def _by_first_put(tenants: list[str], state: Callable[[str], _State]) -> list[str]:
+        def first(tenant: str) -> datetime:
+            times = [e.created_at for items in state(tenant).values() for e in items.values()]
+            return min(times, default=datetime.max.replace(tzinfo=timezone.utc))
+        return sorted(tenants, key=first)
 
     def _search(self, op: SearchOp, state: Callable[[str], _State]) -> list[SearchItem]:
         candidates = self._candidates(tuple(op.namespace_prefix), op.filter, state)

@@ -11,6 +11,8 @@ import asyncio
 from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, ToolMessage
@@ -20,7 +22,7 @@ from langgraph.store.memory import InMemoryStore
 from zep_core import ValidationError
 
 from zep_langchain import ZepContext, ZepStore
-from zep_langchain.store import NamespaceError
+from zep_langchain.store import DEFAULT_LAYOUT, NamespaceError, tenant_of
 from zep_langchain.testing import ScriptedChatModel
 
 ALICE = ("memories", "alice")
@@ -205,13 +207,64 @@ def test_index_and_fields_choose_what_is_learned(memory):
     assert "b" not in keys(store.search(ALICE, query="What games do I like? chess"))
 
 
-def test_namespaces_that_do_not_name_a_user_are_refused_with_the_layout(zep):
-    for bad in [("memories",), ("users", "alice"), ("alice", "memories")]:
-        with pytest.raises(NamespaceError, match=r"does not fit this ZepStore's layout \('memories', '\{user_id\}'\)"):
-            zep.put(bad, "k", {"v": 1})
-    with pytest.raises(ValidationError):
-        zep.get(("users", "alice"), "k")
-    assert issubclass(NamespaceError, InvalidNamespaceError)
+def test_langmems_org_and_user_namespaces_never_merge_two_users(memory):
+    """langmem's ("memories", "{org_id}", "{user_id}") under the default layout: one tenant per user."""
+    store = ZepStore(memory)
+    alice, bob = ("memories", "acme", "alice"), ("memories", "acme", "bob")
+    store.put(alice, "home", {"content": "I live in Paris."})
+    store.put(bob, "home", {"content": "I live in Oslo."})
+    assert sorted(memory.users()) == ["acme/alice", "acme/bob"]
+    assert [i.value for i in store.search(alice, query="Where do I live?")] == [{"content": "I live in Paris."}]
+    assert [i.value for i in store.search(bob, query="Where do I live?")] == [{"content": "I live in Oslo."}]
+    assert [f.content for f in memory.facts("acme/alice") if f.is_current] == ["User lives in Paris."]
+    assert sorted(i.namespace for i in store.search(("memories", "acme"))) == [alice, bob]
+    assert store.list_namespaces(prefix=("memories", "acme")) == [alice, bob]
+    assert store.get(alice, "home").value == {"content": "I live in Paris."}
+
+
+def test_a_layout_with_an_org_and_a_user_names_the_same_tenants(memory):
+    store = ZepStore(memory, layout=("memories", "{org_id}", "{user_id}"), user_names={"acme/alice": "Alice"})
+    store.put(("memories", "acme", "alice"), "home", {"content": "I live in Paris."})
+    store.put(("memories", "acme", "alice", "prefs"), "music", {"content": "I like jazz."})
+    store.put(("memories", "globex", "alice"), "home", {"content": "I live in Rome."})  # another Alice
+    assert sorted(memory.users()) == ["acme/alice", "acme/alice/prefs", "globex/alice"]
+    assert "Alice lives in Paris." in memory.context_block("Where does Alice live?", user_id="acme/alice")
+    assert keys(store.search(("memories", "acme", "alice"))) == ["home", "music"]
+    assert sorted(i.value["content"] for i in store.search(("memories",), query="Where do I live?")
+                  if i.key == "home") == ["I live in Paris.", "I live in Rome."]
+    assert tenant_of(("memories", "acme", "alice"), ("memories", "{org_id}", "{user_id}")) == \
+        tenant_of(("memories", "acme", "alice")) == "acme/alice"
+
+
+def test_a_namespace_that_names_no_user_is_kept_as_shared_data(zep, memory):
+    for namespace in [("app_config",), ("memories",), ("users", "alice"), ("alice", "memories")]:
+        zep.put(namespace, "k", {"content": f"shared {namespace[0]} setting"})
+        assert zep.get(namespace, "k").value == {"content": f"shared {namespace[0]} setting"}
+    zep.put(ALICE, "home", {"content": "I live in Paris."})
+    assert sorted(memory.users()) == ["alice", "~alice/memories", "~app_config", "~memories", "~users/alice"]
+    assert zep.get(("memories", "alice"), "k") is None  # ("users", "alice") is not Alice's
+    assert [i.namespace for i in zep.search(("app_config",))] == [("app_config",)]
+    assert [f.content for f in memory.facts("alice") if f.is_current] == ["Alice lives in Paris."]
+    assert ("app_config",) in zep.list_namespaces()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.text(alphabet="ab/%~7E2F-", min_size=1, max_size=4), min_size=1, max_size=4),
+                min_size=2, max_size=2, unique_by=tuple))
+def test_two_different_namespaces_never_name_the_same_tenant(pair):
+    first, second = (tuple(n) for n in pair)
+    for layout in [DEFAULT_LAYOUT, ("memories", "{org_id}", "{user_id}"), ("{user_id}", "memories")]:
+        assert tenant_of(first, layout) != tenant_of(second, layout)
+
+
+def test_bad_layouts_and_namespaces_get_a_clear_error(memory):
+    for layout, message in [(("memories",), "placeholder"), (("{user_id}", "{user_id}"), "once"),
+                            (("memories", "{user id}"), "whole placeholder"), ("memories", "tuple")]:
+        with pytest.raises(ValidationError, match=message):
+            ZepStore(memory, layout=layout)
+    with pytest.raises(NamespaceError, match="256"):
+        ZepStore(memory).put(("memories", "a" * 200, "b" * 100), "k", {"v": 1})
+    assert issubclass(NamespaceError, InvalidNamespaceError) and memory.users() == []
 
 
 def test_another_layout_puts_the_user_first(memory):
@@ -219,8 +272,6 @@ def test_another_layout_puts_the_user_first(memory):
     store.put(("alice", "memories"), "a", {"content": "I like jazz."})
     assert store.get(("alice", "memories"), "a").value == {"content": "I like jazz."}
     assert memory.get_messages("langgraph-store", user_id="alice")
-    with pytest.raises(ValidationError, match="layout"):
-        ZepStore(memory, layout=("memories",))
 
 
 @pytest.mark.parametrize("value", [{"t": (1, 2)}, {1: "a"}, {"x": float("nan")}, {"when": object()}, ["a"]])
