@@ -91,7 +91,7 @@ def test_on_missing_index_error_from_a_config_names_the_rebuild_command(cli, ali
     assert refused.code == 2 and refused.err.startswith("error: the vector index (Chroma)")
     assert f"zep-memory rebuild --data {alice_data}" in refused.err and "Traceback" not in refused.err
     rebuilt = cli("rebuild", *strict)
-    assert rebuilt.code == 0 and "13 facts, 8 entities" in rebuilt.out
+    assert rebuilt.code == 0 and "7 facts, 7 entities" in rebuilt.out
     assert cli("stats", *strict).code == 0
 
 

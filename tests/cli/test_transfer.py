@@ -17,14 +17,16 @@ from tests.stores.state import user_records as snapshot
 
 @pytest.fixture
 def rich_data(alice_data, open_memory):
-    """Alice's demo memory plus unended chat turns, a pending episode and an unrefreshed entity."""
-    memory = open_memory(alice_data)
+    """Alice's demo memory plus unended chat turns, a pending episode and an unrefreshed entity.
+
+    Opened with end_left_sessions=False throughout, or closing would end the waiting chat turns."""
+    memory = open_memory(alice_data, end_left_sessions=False)
     memory.add_messages("chat-1", [Message("I adopted a cat called Tom.", name="Alice", id="c1"),
                                    Message("Lovely!", role="assistant", id="c2")], user_id="alice")
     memory.end_session("chat-1", user_id="alice")
     memory.add_messages("chat-1", [Message("I started learning Go.", name="Alice")], user_id="alice")
     memory.close()
-    broken = open_memory(alice_data, extractor=BrokenExtractor())
+    broken = open_memory(alice_data, extractor=BrokenExtractor(), end_left_sessions=False)
     assert broken.conversation_end("s3", [Message("I live in Oslo now.", name="Alice")],
                                    user_id="alice").status == "pending"
     broken.close()
@@ -33,7 +35,7 @@ def rich_data(alice_data, open_memory):
 
 @pytest.mark.parametrize("embeddings", [True, False], ids=["with-embeddings", "re-embedding"])
 def test_export_forget_import_restores_identical_facts(cli, rich_data, tmp_path, open_memory, embeddings):
-    memory = open_memory(rich_data)
+    memory = open_memory(rich_data, end_left_sessions=False)
     before = snapshot(memory, "alice")
     memory.close()
     export = tmp_path / "alice.jsonl"
@@ -47,7 +49,7 @@ def test_export_forget_import_restores_identical_facts(cli, rich_data, tmp_path,
     report = json.loads(imported.out)
     assert report["reembedded"] is (not embeddings) and report["facts"] == len(before["facts"])
 
-    memory = open_memory(rich_data)
+    memory = open_memory(rich_data, end_left_sessions=False)
     after = snapshot(memory, "alice")
     assert after["facts"] == before["facts"]  # every field: ids, validity, superseded_by, sources, times
     assert after == before
@@ -72,13 +74,13 @@ def test_export_to_stdout_and_its_format(cli, alice_data):
     result = cli("export", "--data", alice_data, "--user", "alice")
     lines = [json.loads(x) for x in result.out.splitlines()]
     assert lines[0] == {"type": "zep-memory-export", "version": 1, "user_id": "alice", "embedder": None}
-    assert [x["type"] for x in lines[1:]] == ["episode"] * 2 + ["entity"] * 8 + ["fact"] * 13
+    assert [x["type"] for x in lines[1:]] == ["episode"] * 2 + ["entity"] * 7 + ["fact"] * 7
     paris = next(x for x in lines if x["type"] == "fact" and x["content"] == "Alice lives in Paris.")
     assert paris["superseded_by"] and paris["valid_until"] and paris["source_message_ids"] == ["s1-1"]
     assert {"created_at", "expired_at", "confidence", "subject_id", "object_id", "episode_id"} <= set(paris)
     alice = next(x for x in lines if x["type"] == "entity" and x["name"] == "Alice")
     assert alice["summary"] and "alice" in alice["aliases"]
-    assert "exported 2 episodes, 8 entities, 13 facts" in result.err
+    assert "exported 2 episodes, 7 entities, 7 facts" in result.err
 
 
 def test_import_refuses_a_user_that_has_memory_unless_replace(cli, alice_data, tmp_path, open_memory):

@@ -157,8 +157,9 @@ def test_no_read_for_one_user_returns_anything_of_another_and_forget_user_leaves
         left = traces(state, user)
         assert not left, f"forget_user({user!r}) left {left}"
         assert not memory.has_user(user)
+        assert memory.get_context("anything", user_id=user) == []
         with pytest.raises(NotFoundError):
-            memory.get_context("anything", user_id=user)
+            memory.facts(user)
         assert not any(markers[user] in repr(rows) for rows in state.rows.values())
     TALLY.forgotten += len(gone)
     for user in users:

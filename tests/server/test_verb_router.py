@@ -119,7 +119,7 @@ def test_a_read_is_answered_while_a_write_is_still_in_flight(make_memory, reader
             assert extractor.entered.wait(60)
             answer = reads.get_context(f"Where does {reader.title()} live?", user_id=reader)
             assert written == [] and writer.is_alive()  # the read came back while the write still waited
-            assert any("Paris" in f.content for f in answer)
+            assert any("Paris" in f.content for f in answer), answer
         finally:
             extractor.gate.set()
             writer.join(60)
