@@ -333,7 +333,7 @@ _FLAT = {f.name: group for group, kind in _GROUPS.items() for f in fields(kind)}
 
 #: Predicates that hold one value at a time: a new value supersedes the old one.
 DEFAULT_SINGLE_VALUED = frozenset({"lives_in", "works_at", "works_as", "studies_at", "born_in", "married_to",
-                                   "is_named", "age", "job_title", "relationship_status"})
+                                   "is_named", "age", "job_title", "relationship_status", "size"})
 
 
 @dataclass(frozen=True, init=False)

@@ -29,21 +29,30 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from . import corrections
 from .config import MemoryConfig
 from .errors import NotFoundError, ValidationError
 from .models import Entity, Episode, Fact, IngestResult, Message, coerce_messages, new_id
-from .providers.base import Embedder, Extraction, ExtractionContext, Extractor
+from .providers.base import Embedder, ExtractedCorrection, Extraction, ExtractionContext, Extractor
 from .resolve import canonical_predicate, entity_id, input_aliases, is_first_person, speaker_of
 from .stores.records import RecordStore, StoredFact, iso
 from .sync import FactChange, IndexSync, OutboxOp
-from .temporal import UpdatePlan, message_times, normalize_name, plan_updates
+from .temporal import (
+    STATEMENT,
+    UpdatePlan,
+    counted_thing,
+    message_times,
+    normalize_name,
+    plan_corrections,
+    plan_updates,
+)
 
 __all__ = ["EpisodeSpec", "Ingestor", "validate_messages"]
 
@@ -90,10 +99,28 @@ class _Proposals:
     facts: list[Fact] = field(default_factory=list)
     kinds: dict[str, tuple[str, str, bool]] = field(default_factory=dict)  # id -> subject/object type, obj is entity
     invalid: list[str] = field(default_factory=list)
+    corrections: list[ExtractedCorrection] = field(default_factory=list)  # speakers resolved
+    hearsay: set[str] = field(default_factory=set)  # facts the assistant alone said about someone else
+    spare: list[Fact] = field(default_factory=list)  # covered quotes: stored only if a fact they back is not
+    said_at: dict[str, datetime] = field(default_factory=dict)  # id -> when its first message was said
 
     def entity_names(self) -> list[str]:
         """Every name that is, or becomes, an entity: subjects and entity objects."""
         return [n for f in self.facts for n in (f.subject, f.object if self.kinds[f.id][2] else None) if n]
+
+
+def _hearsay(fact: Fact, sources: Sequence[Message], speaker: Callable[[Message], str]) -> bool:
+    """Whether only the assistant said ``fact``, and about someone other than itself.
+
+    "From what I remember, you live in Paris": every source is an assistant turn and
+    the subject is not that assistant (nor one of its own, "Assistant's name"). Such a
+    fact is evidence of what the assistant said; it never restates or retires a fact
+    (:func:`zep_core.temporal.plan_updates`).
+    """
+    if not sources or any(m.role != "assistant" for m in sources):
+        return False
+    subject = normalize_name(fact.subject)
+    return not any(subject == s or subject.startswith(f"{s}'s ") for s in {normalize_name(speaker(m)) for m in sources})
 
 
 class EpisodeSpec(NamedTuple):
@@ -455,9 +482,26 @@ class Ingestor:
         def eid(name: str) -> str:
             return resolved.get(normalize_name(name)) or entity_id(user, name)
 
+        taken: dict[str, str | None] = {}
+        extra: list[Fact] = []
+        if proposed.corrections:
+            taken, extra, proposals, types, fact_vectors = self._corrections(
+                user, episode, proposed, proposals, types, {**entity_vectors, **fact_vectors}, eid, now)
+            entity_vectors = fact_vectors
         entity_of = {f.id: (eid(f.subject), eid(f.object) if types[f.id][2] else None) for f in proposals}
         contradicted = {i for i in extraction.contradicted_fact_ids if i in known_ids}
-        plan = self._plan(user, list({s for s, _ in entity_of.values()}), proposals, contradicted, now)
+        mistaken, wrong = self._mistaken(user, extraction, known_ids, proposals, proposed.hearsay, taken)
+        taken, extra = {**taken, **mistaken}, [*extra, *wrong]
+        plan = self._plan(user, list({s for s, _ in entity_of.values()}), proposals, contradicted, now,
+                          taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at)
+        lost = {m for d in plan.discarded for m in d.fact.source_message_ids}
+        spare = [q for q in proposed.spare if lost & set(q.source_message_ids)]
+        if spare:  # a fact the rules discarded: its quote says it instead, so nothing said is lost
+            proposals = [*proposals, *spare]
+            fact_vectors = {**fact_vectors, **self._embed([q.content for q in spare if q.content not in fact_vectors])}
+            entity_of.update({q.id: (eid(q.subject), None) for q in spare})
+            plan = self._plan(user, list({s for s, _ in entity_of.values()}), proposals, contradicted, now,
+                              taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at)
         new_entities = self._new_entities(plan, entity_of, types, resolved, user)
         aliases = [(user, normalize_name(e.name), e.id) for e in new_entities.values()]
         aliases += [(user, normalize_name(f.object), entity_of[f.id][0]) for f in plan.added
@@ -483,8 +527,53 @@ class Ingestor:
                             superseded=plan.superseded + plan.superseded_within,
                             discarded=plan.discarded, invalid=tuple(proposed.invalid), usage=dict(extraction.usage))
 
+    def _corrections(self, user: str, episode: Episode, proposed: _Proposals, proposals: list[Fact],
+                     types: dict[str, tuple[str, str, bool]], fact_vectors: Mapping[str, np.ndarray],
+                     eid: Callable[[str], str], now: datetime,
+                     ) -> tuple[dict[str, str | None], list[Fact], list[Fact], dict[str, tuple[str, str, bool]],
+                                Mapping[str, np.ndarray]]:
+        """What the episode's corrections take back, the stored facts they touch, and their replacements.
+
+        The replacements join the proposals (their entity types those of the facts they
+        replace, their texts embedded here: they exist only once the corrected facts are
+        found, under the writers' lock).
+        """
+        speakers = {normalize_name(x.speaker): eid(x.speaker) for x in proposed.corrections}
+        fixes, stored = corrections.prepare(self.records, user, proposed.corrections, proposals, speakers,
+                                            episode_id=episode.id, now=now)
+        taken, replacements = plan_corrections([*stored, *proposals], fixes)
+        if not taken:
+            return {}, [], proposals, types, fact_vectors
+        objects = self.records.entity_ids_for_aliases(user, [normalize_name(f.object) for f in stored])
+        entity_objects = {f.id for f in stored if normalize_name(f.object) in objects}
+        types = {**types, **corrections.replacement_kinds(replacements, taken, types, entity_objects)}
+        texts = [f.content for f in replacements] + [n.strip() for f in replacements
+                                                     for n in (f.subject, f.object if types[f.id][2] else None) if n]
+        vectors = {**fact_vectors, **self._embed([t for t in texts if t not in fact_vectors])}
+        return taken, stored, [*proposals, *replacements], types, vectors
+
+    def _mistaken(self, user: str, extraction: Extraction, known_ids: Collection[str], proposals: Sequence[Fact],
+                  hearsay: Collection[str], taken: Mapping[str, str | None],
+                  ) -> tuple[dict[str, str | None], list[Fact]]:
+        """The current known facts the extractor says were said by mistake, with their replacements, and the facts.
+
+        The replacement is the episode's fact of the same subject and predicate ("Biscuit
+        is a cat" for "Biscuit is a dog"), or None; ids the extractor was not shown are
+        ignored, and the assistant alone cannot take back what someone said.
+        """
+        ids = [i for i in extraction.mistaken_fact_ids if i in known_ids and i not in taken]
+        wrong = [f for f in self.records.get_facts(user, ids).values() if f.is_current] if ids else []
+        out: dict[str, str | None] = {}
+        for old in wrong:
+            out[old.id] = next((f.id for f in proposals if f.id not in hearsay and f.id not in taken
+                                and normalize_name(f.subject) == normalize_name(old.subject)
+                                and f.predicate == old.predicate), None)
+        return out, wrong
+
     def _plan(self, user: str, subjects: list[str], proposals: Sequence[Fact], contradicted: set[str],
-              now: datetime) -> UpdatePlan:
+              now: datetime, *, taken_back: Mapping[str, str | None] | None = None,
+              also: Sequence[Fact] = (), hearsay: Collection[str] = (),
+              said_at: Mapping[str, datetime] | None = None) -> UpdatePlan:
         """The update rules over the stored facts they can touch, read as they turn out to be needed.
 
         First the facts a proposal can reinforce, end or supersede
@@ -496,12 +585,15 @@ class Ingestor:
         """
         single = self.config.single_valued_predicates
         current = self.records.rule_candidates(
-            user, subjects, rivals=sorted({f.predicate for f in proposals if normalize_name(f.predicate) in single}),
+            user, subjects, rivals=sorted({f.predicate for f in proposals if normalize_name(f.predicate) in single
+                                           or counted_thing(normalize_name(f.object))}),
             restated=sorted({(f.predicate, f.object) for f in proposals}), ids=sorted(contradicted))
+        known = {f.id for f in current}
+        current = [*current, *(f for f in also if f.id not in known)]
         read: set[str] = set()
         while True:
-            plan = plan_updates(current, proposals, single_valued=single,
-                                contradicted=contradicted, now=now)
+            plan = plan_updates(current, proposals, single_valued=single, contradicted=contradicted,
+                                taken_back=taken_back, hearsay=hearsay, said_at=said_at, now=now)
             messages = {m for f in plan.superseded for m in f.source_message_ids} - read
             if not messages:
                 return plan
@@ -551,7 +643,16 @@ class Ingestor:
             except (ValidationError, AttributeError, TypeError) as exc:
                 out.invalid.append(f"fact {i} ({x.subject!r} {x.predicate!r} {x.object!r}) dropped: {exc}")
                 continue
-            out.facts.append(fact)
+            (out.spare if x.covered and fact.predicate == STATEMENT else out.facts).append(fact)
+            out.said_at[fact.id] = said_at[first.id]
+            if _hearsay(fact, [by_id[s] for s in sources], self._speaker):
+                out.hearsay.add(fact.id)
             out.kinds[fact.id] = (types.get(normalize_name(subject), x.subject_type),
                                   types.get(normalize_name(obj), x.object_type), bool(x.object_is_entity))
+        for c in extraction.corrections:
+            sources = tuple(s for s in c.source_message_ids if s in by_id)
+            speaker = self._speaker(by_id[sources[0]] if sources else episode.messages[0])
+            out.corrections.append(replace(c, speaker=speaker if is_first_person(c.speaker) else c.speaker,
+                                           in_messages=tuple(m for m in c.in_messages if m in by_id),
+                                           source_message_ids=sources))
         return out

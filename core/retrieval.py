@@ -127,7 +127,7 @@ def _ranks(scores: Mapping[str, float], order: Mapping[str, str]) -> dict[str, i
 def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], scoring: ScoringSettings,
                      *, lexical: Mapping[str, float] | None = None, asker: Collection[str] = (),
                      recency: Mapping[str, str] | None = None) -> list[Scored]:
-    """Rank the candidates of one query; ties go to the newer fact.
+    """Rank the candidates of one query; ties go to the fact with more of the question's words, then the newer.
 
     A fact *matches* by meaning when its cosine ``sm >= semantic_threshold``, by words
     when the lexical index found it (BM25 > 0), and through the graph when it lies
@@ -180,7 +180,8 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
             total = sum(w / (c + ranks[fid]) for w, ranks in ((scoring.semantic_weight, by_sem),
                         (scoring.lexical_weight, by_lex), (w_g, by_graph)) if fid in ranks)
             out.append(Scored(fid, total, sem.get(fid, 0.0), graph.get(fid, 0.0), lexical.get(fid, 0.0)))
-    out.sort(key=lambda s: (s.score, recency.get(s.fact_id, ""), s.fact_id), reverse=True)
+    # a tie is a tie however the sum was ordered (1/61 + 1/62 against 1/62 + 1/61): 9 digits
+    out.sort(key=lambda s: (round(s.score, 9), s.lexical, recency.get(s.fact_id, ""), s.fact_id), reverse=True)
     return out
 
 
@@ -193,6 +194,8 @@ def newer_first(ranked: Sequence[Scored], vectors: Mapping[str, Any], subjects: 
     an older one ranked above the newest, the newest takes its place (and its score) and
     the older follows right below, so the newer value is shown wherever the older would
     have been. Nothing is retired: "I like jazz" and "I like rock" both stay current.
+    An older one that the query's words match, where the newer's do not ("thing42"
+    against "thing429"), keeps its place: the query asked for it by name.
 
     Returns:
         the new order, and ``{older id: newer id}`` for the facts marked earlier.
@@ -217,7 +220,7 @@ def newer_first(ranked: Sequence[Scored], vectors: Mapping[str, Any], subjects: 
     for old, new in newest.items():
         at_old = next(n for n, s in enumerate(out) if s.fact_id == old)
         at_new = next(n for n, s in enumerate(out) if s.fact_id == new)
-        if at_old < at_new:
+        if at_old < at_new and not (out[at_old].lexical > 0 and out[at_new].lexical <= 0):
             newer = out.pop(at_new)
             place = out[at_old].score
             out[at_old:at_old + 1] = [replace(newer, score=place), out[at_old]]

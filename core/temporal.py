@@ -27,28 +27,37 @@ The rules (spec ``update Fact { on_conflict }`` and DESIGN.md):
   own timestamp is dated at the episode's time, and messages sharing a time are one
   microsecond apart by position, so a correction later in a conversation is newer
   than what it corrects.
+* A **correction** ("I meant Victoria, not Vancouver") takes back what it corrects
+  (:func:`plan_corrections`): the facts of the corrected statement that mention the wrong
+  value never held (``valid_until = valid_from``, :func:`take_back`) and are superseded
+  by the same facts with the right value, from the same time. History shows the mistake
+  as taken back, never as a past truth.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from .models import Discarded, Fact, Message
+from .models import Discarded, Fact, Message, new_id
 
 __all__ = [
     "STATEMENT",
+    "Correction",
     "UpdatePlan",
     "conflicts",
+    "counted_thing",
     "fact_key",
     "message_times",
     "normalize_name",
+    "plan_corrections",
     "plan_updates",
     "reinforce",
     "supersede",
+    "take_back",
 ]
 
 _SPACES = re.compile(r"\s+")
@@ -88,12 +97,33 @@ def conflicts(old: Fact, new: Fact, *, single_valued: Collection[str], contradic
         return False
     if old.id in contradicted:
         return True
+    thing = counted_thing(old_o)
+    if old_p == new_p and old_p not in single_valued and thing and thing == counted_thing(new_o):
+        return True  # "has 2 kids", then "has 3 kids": a count of one thing holds one value at a time
     return old_p == new_p and old_p in single_valued
 
 
-def supersede(old: Fact, new: Fact, now: datetime) -> Fact:
-    """Close ``old`` because ``new`` replaced it (spec: valid_until, superseded_by)."""
-    return replace(old, valid_until=new.valid_from, superseded_by=new.id, expired_at=now)
+_COUNT = re.compile(r"^\d+(?:[.,]\d+)?\s+(?P<noun>\D.*)$")
+
+
+def counted_thing(obj: str) -> str | None:
+    """The thing counted in an object such as "3 kids" (singular, normalized), else None."""
+    match = _COUNT.match(obj)
+    if match is None:
+        return None
+    noun = match["noun"].strip()
+    return noun[:-3] + "y" if noun.endswith("ies") else noun[:-1] if noun.endswith("s") else noun
+
+
+def supersede(old: Fact, new: Fact, now: datetime, told: datetime | None = None) -> Fact:
+    """Close ``old`` because ``new`` replaced it (spec: valid_until, superseded_by).
+
+    ``old`` ends when ``new`` began; when ``new`` is dated no later than ``old`` began
+    (a vague "last week" told after ``old`` was said), it ends when ``new`` was told
+    (``told``), so that it is never shown as having held for no time.
+    """
+    until = new.valid_from if new.valid_from > old.valid_from or told is None else max(told, old.valid_from)
+    return replace(old, valid_until=until, superseded_by=new.id, expired_at=now)
 
 
 def end(old: Fact, new: Fact, now: datetime) -> Fact:
@@ -103,6 +133,11 @@ def end(old: Fact, new: Fact, now: datetime) -> Fact:
     if old.predicate != STATEMENT:
         sources = tuple(dict.fromkeys(sources + new.source_message_ids))
     return replace(old, valid_until=until, expired_at=now, source_message_ids=sources)
+
+
+def take_back(old: Fact, replacement: str | None, now: datetime) -> Fact:
+    """Close ``old`` as said by mistake: it never held (``valid_until = valid_from``), ``replacement`` says what did."""
+    return replace(old, valid_until=old.valid_from, superseded_by=replacement, expired_at=now)
 
 
 def reinforce(old: Fact, new: Fact) -> Fact:
@@ -150,7 +185,8 @@ def _companions(facts: Iterable[Fact], retired: Sequence[Fact], new: Fact) -> li
 
     "Alice: I live in Paris" must leave the context together with "Alice lives in
     Paris", or a stale fact would still reach the prompt; the message itself stays
-    in its episode. A quote is tied to the canonical facts of its message whose value
+    in its episode (a fact of the speaker's own, "Maya's team has 7", counts as the
+    speaker's). A quote is tied to the canonical facts of its message whose value
     it mentions (a quote that mentions none is tied to all of its message's): it stays
     current while any of those is current. So when a message is quoted clause by
     clause, "I work at Acme" stays while "I live in Paris" goes with the move; a quote
@@ -164,8 +200,12 @@ def _companions(facts: Iterable[Fact], retired: Sequence[Fact], new: Fact) -> li
     canonical: dict[tuple[str, str], list[Fact]] = {}
     for f in (*facts, *retired, new):
         if normalize_name(f.predicate) != STATEMENT:
+            subject = normalize_name(f.subject)
+            owner = subject.split("'s ", 1)[0]  # "maya's team": a fact of Maya's own, from Maya's message
             for m in f.source_message_ids:
-                canonical.setdefault((normalize_name(f.subject), m), []).append(f)
+                canonical.setdefault((subject, m), []).append(f)
+                if owner != subject:
+                    canonical.setdefault((owner, m), []).append(f)
     out = []
     for quote in facts:
         if not quote.is_current or quote.id in ids or normalize_name(quote.predicate) != STATEMENT:
@@ -182,6 +222,118 @@ def _companions(facts: Iterable[Fact], retired: Sequence[Fact], new: Fact) -> li
 def _mentions(text: str, value: str) -> bool:
     """Whether ``value`` occurs in ``text`` as whole words (both already normalized)."""
     return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
+
+
+@dataclass(frozen=True)
+class Correction:
+    """A speaker's correction, as the update rules take it.
+
+    Attributes:
+        speaker: whose statements it corrects (their facts have this subject, or one of
+            the speaker's own, "Maya's team").
+        right: the value meant; None when the statement is only taken back.
+        wrong: the value taken back; None takes back the whole statement (``right`` is None then).
+        messages: the messages corrected; empty: the latest message among the speaker's
+            facts that mentions ``wrong``.
+        source_message_ids: the message that says the correction.
+        episode_id: the episode that says it (the replacements' episode).
+        created_at: when the memory learned it.
+
+    """
+
+    speaker: str
+    right: str | None
+    wrong: str | None
+    messages: tuple[str, ...] = ()
+    source_message_ids: tuple[str, ...] = ()
+    episode_id: str | None = None
+    created_at: datetime | None = None
+
+
+def _spoken_by(fact: Fact, speaker: str) -> bool:
+    subject = normalize_name(fact.subject)
+    return subject == speaker or subject.startswith(f"{speaker}'s ")
+
+
+def _replaced(text: str, wrong: str, right: str) -> str:
+    """``text`` with ``wrong`` (whole words, any case) put right; a capital stays a capital."""
+    def put(match: re.Match[str]) -> str:
+        found = match.group(0)
+        return right[:1].upper() + right[1:] if found[:1].isupper() and right[:1].islower() else right
+
+    return re.sub(rf"(?<![\w'’]){re.escape(wrong)}(?![\w'’])", put, text, flags=re.IGNORECASE)
+
+
+def _says(fact: Fact, value: str | None) -> bool:
+    """Whether a fact mentions ``value`` (normalized; None: any fact does)."""
+    return value is None or _mentions(normalize_name(fact.content), value) or _mentions(normalize_name(fact.object),
+                                                                                        value)
+
+
+def plan_corrections(facts: Iterable[Fact], corrections: Sequence[Correction]) -> tuple[dict[str, str | None],
+                                                                                        list[Fact]]:
+    """What corrections take back, and the facts that replace them.
+
+    Each correction finds the corrected message among ``facts`` (the speaker's stored
+    current facts and the episode's proposals): the one it names, else the latest that
+    mentions the wrong value. Of the facts drawn from that message, those that mention
+    the wrong value (all of them, for a statement only taken back) are taken back; each
+    is replaced by the same fact with the right value, said at the same time, citing the
+    correction too.
+
+    Returns:
+        ``{taken-back fact id: its replacement's id, or None}`` and the replacements,
+        to be proposed with the episode's facts (:func:`plan_updates` takes both).
+
+    """
+    facts = list(facts)
+    taken: dict[str, str | None] = {}
+    replacements: list[Fact] = []
+    for fix in corrections:
+        speaker = normalize_name(fix.speaker)
+        pool = [f for f in facts if f.id not in taken and not set(f.source_message_ids) & set(fix.source_message_ids)]
+        spoken = [f for f in pool if _spoken_by(f, speaker)]
+        wrong = normalize_name(fix.wrong) if fix.wrong else None
+        chosen = set(fix.messages)
+        if not chosen and wrong is not None:
+            hits = sorted((f for f in spoken if _says(f, wrong)), key=lambda f: f.valid_from)
+            chosen = set(hits[-1].source_message_ids[:1]) if hits else set()
+        # the corrected message's episodes: there, a fact about someone else is the speaker's word too
+        # ("My son Leo is a doctor": "Leo works as a doctor" is Maya's statement)
+        episodes = {f.episode_id for f in spoken if chosen & set(f.source_message_ids)}
+        if fix.messages:
+            episodes.add(fix.episode_id)
+        for f in pool:
+            if not chosen & set(f.source_message_ids) or not _says(f, wrong):
+                continue
+            if not _spoken_by(f, speaker) and f.episode_id not in episodes:
+                continue
+            new = None
+            if fix.right is not None and fix.wrong is not None:
+                new = replace(f, id=new_id(), object=_replaced(f.object, fix.wrong, fix.right),
+                              content=_replaced(f.content, fix.wrong, fix.right),
+                              source_message_ids=tuple(dict.fromkeys(f.source_message_ids + fix.source_message_ids)),
+                              episode_id=fix.episode_id or f.episode_id, created_at=fix.created_at or f.created_at,
+                              expired_at=None, superseded_by=None,
+                              valid_until=f.valid_until if f.superseded_by is None else None)
+                replacements.append(new)
+            taken[f.id] = new.id if new is not None else None
+    return taken, replacements
+
+
+#: How far before a current fact a later-told change may be dated and still replace it.
+VAGUE_DATE = timedelta(days=31)
+
+
+def _told_after(new: Fact, told: datetime | None, old: Fact) -> bool:
+    """Whether ``new`` is a later word on ``old`` though dated a little before it.
+
+    "I moved to Berlin last week", told a week after "I live in Paris": the move is
+    dated at the start of last week, before Paris was said, but it was told after, and
+    a relative date is vague. Within :data:`VAGUE_DATE` the later-told fact holds now;
+    a change dated further back ("when I moved to Berlin in 2010") is history, not news.
+    """
+    return told is not None and told > old.valid_from and new.valid_from >= old.valid_from - VAGUE_DATE
 
 
 @dataclass(frozen=True)
@@ -221,6 +373,9 @@ def plan_updates(
     *,
     single_valued: Collection[str],
     contradicted: Collection[str] = (),
+    taken_back: Mapping[str, str | None] | None = None,
+    hearsay: Collection[str] = (),
+    said_at: Mapping[str, datetime] | None = None,
     now: datetime,
 ) -> UpdatePlan:
     """Apply the update rules to an episode's proposed facts.
@@ -231,22 +386,50 @@ def plan_updates(
 
     Args:
         current: the user's current facts that could be affected (same subjects).
-        proposed: validated facts from the extractor, with ids and times set.
+        proposed: validated facts from the extractor, with ids and times set (and the
+            replacements of :func:`plan_corrections`).
         single_valued: predicates that hold one value at a time.
         contradicted: ids of known facts the extractor flagged; others are ignored.
+        taken_back: facts (stored or proposed) that corrections take back, each with the
+            id of its replacement (:func:`plan_corrections`): they never held, and retire
+            nothing.
+        hearsay: proposed facts said only by the assistant about someone else
+            ("From what I remember, you live in Paris"): stored when they conflict with
+            nothing, discarded when they restate or contradict a current fact. The
+            assistant's words never retire what a person said.
+        said_at: when each proposed fact was told (its message's time). A fact told
+            after a current rival began supersedes it even when it is dated earlier
+            ("I moved to Berlin last week", a week after "I live in Paris").
         now: the ingest time, recorded as ``expired_at`` of superseded facts.
 
     """
+    taken_back = taken_back or {}
+    said_at = said_at or {}
     state: dict[str, Fact] = {f.id: f for f in current}
     stored_ids = set(state)
+    touched: dict[str, str] = {}
+    for fid, replacement in taken_back.items():
+        if fid in state:
+            state[fid] = take_back(state[fid], replacement, now)
+            touched[fid] = "superseded"
     by_key: dict[tuple[str, str, str], str] = {fact_key(f): f.id for f in state.values() if f.is_current}
     added: list[str] = []
-    touched: dict[str, str] = {}
     discarded: list[Discarded] = []
 
     for new in sorted(proposed, key=lambda f: f.valid_from):
+        if new.id in taken_back:  # said in this episode and corrected in it: stored as taken back
+            state[new.id] = take_back(new, taken_back[new.id], now)
+            added.append(new.id)
+            continue
         key = fact_key(new)
         same = by_key.get(key)
+        if new.id in hearsay:
+            rival = next((old for old in state.values() if old.is_current and (
+                old.id == same or conflicts(old, new, single_valued=single_valued, contradicted=()))), None)
+            if rival is not None:
+                discarded.append(Discarded(new, f"only the assistant said it, and '{rival.content}' stands: "
+                                                "the assistant's words do not restate or retire a fact", rival.id))
+                continue
         if same is not None and state[same].is_current and new.valid_until is None:
             state[same] = reinforce(state[same], new)
             touched.setdefault(same, "reinforced")
@@ -263,7 +446,9 @@ def plan_updates(
         # (an end stated before the current fact began is an earlier stint: stored below, in history)
         rivals = [old for old in state.values()
                   if conflicts(old, new, single_valued=single_valued, contradicted=contradicted)]
-        blocker = next((old for old in rivals if not new.valid_from > old.valid_from), None)
+        told = said_at.get(new.id)
+        blocker = next((old for old in rivals if not new.valid_from > old.valid_from
+                        and not _told_after(new, told, old)), None)
         if blocker is not None:
             discarded.append(Discarded(
                 new,
@@ -275,13 +460,19 @@ def plan_updates(
         # a quote said after the new fact began is not retired by it (and cannot end before it starts)
         quotes = [c for c in _companions(state.values(), rivals, new) if c.valid_from <= new.valid_from]
         for old in rivals + quotes:
-            state[old.id] = supersede(old, new, now)
+            state[old.id] = supersede(old, new, now, told)
             touched[old.id] = "superseded"
             by_key.pop(fact_key(old), None)
         state[new.id] = new
         added.append(new.id)
         if new.is_current:
             by_key[key] = new.id
+
+    for fid, fact in list(state.items()):  # what a taken-back fact had superseded, its replacement supersedes
+        if fact.superseded_by in taken_back and taken_back[fact.superseded_by] and fid not in taken_back:
+            state[fid] = replace(fact, superseded_by=taken_back[fact.superseded_by])
+            if fid in stored_ids:
+                touched.setdefault(fid, "superseded")
 
     def pick(kind: str) -> tuple[Fact, ...]:
         return tuple(state[i] for i, k in touched.items() if k == kind and i in stored_ids)

@@ -19,6 +19,7 @@ from ..models import Entity, Fact, Message
 
 __all__ = [
     "Embedder",
+    "ExtractedCorrection",
     "ExtractedEntity",
     "ExtractedFact",
     "Extraction",
@@ -75,6 +76,10 @@ class ExtractedFact:
         object_type: entity type of the object when it is an entity.
         object_is_entity: whether the object is a graph node (``Paris``) rather than a
             literal value (an age, a free-text statement).
+        covered: a quote whose every word the other facts of its message say ("I live in
+            Paris" beside "Alice lives in Paris."): the core stores it only when one of
+            those facts is not stored (discarded by the rules), so nothing said is lost
+            and the context does not hold one fact twice.
 
     """
 
@@ -89,17 +94,60 @@ class ExtractedFact:
     subject_type: str = "person"
     object_type: str = "thing"
     object_is_entity: bool = True
+    covered: bool = False
+
+
+@dataclass(frozen=True)
+class ExtractedCorrection:
+    """A speaker taking back something they said ("Sorry, I meant Victoria, not Vancouver").
+
+    The core finds the statement corrected — in the messages named by ``in_messages``
+    (earlier in this episode), else among the speaker's current facts — takes back the
+    facts drawn from it that mention ``wrong`` (they are kept in history as never having
+    held), and stores them again with ``right`` in its place, from the same time.
+
+    Attributes:
+        speaker: who corrects (already resolved, as a fact's subject).
+        right: the value meant; None when something is only taken back ("scratch that").
+        wrong: the value taken back, when known (said, or found in the corrected message).
+        about: when ``wrong`` is not known: a name the corrected statement mentions
+            ("Biscuit is actually a cat"); the wrong value is then the one of the same kind
+            as ``right`` in that statement.
+        in_messages: ids of this episode's messages that the correction corrects.
+        source_message_ids: the message that says the correction.
+
+    """
+
+    speaker: str
+    right: str | None
+    wrong: str | None = None
+    about: str | None = None
+    in_messages: tuple[str, ...] = ()
+    source_message_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Extraction:
-    """Everything one extraction pass over an episode returns."""
+    """Everything one extraction pass over an episode returns.
+
+    Attributes:
+        contradicted_fact_ids: known facts (of ``ExtractionContext.known_facts``) that
+            held and no longer do ("I moved to Berlin": the Paris fact ends).
+        mistaken_fact_ids: known facts that never held: a speaker corrected them
+            ("Biscuit is actually a cat"). They are kept in history as taken back, and
+            the episode's fact of the same subject and predicate replaces each.
+        corrections: corrections by value, for extractors that do not see fact ids
+            (the rule extractor): the core finds what they correct.
+
+    """
 
     summary: str | None = None
     entities: tuple[ExtractedEntity, ...] = ()
     facts: tuple[ExtractedFact, ...] = ()
     contradicted_fact_ids: tuple[str, ...] = ()
     usage: Mapping[str, int] = field(default_factory=dict)
+    corrections: tuple[ExtractedCorrection, ...] = ()
+    mistaken_fact_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

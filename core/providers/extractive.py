@@ -71,6 +71,8 @@ _PREDICATE_TEMPLATES = {
     "has": "has {a}{o}",
     "is_named": "goes by the name {o}",
     "age": "is {o} years old",
+    "does": "{v} {o}",
+    "size": "has {o}",
     "statement": 'said "{o}"',
 }
 _PRIORITY = {name: rank for rank, name in enumerate(_PREDICATE_TEMPLATES)}
@@ -90,11 +92,26 @@ def predicate_phrase(predicate: str, obj: str) -> str:
     """
     template = _PREDICATE_TEMPLATES.get(predicate)
     if template is not None:
-        return template.format(o=obj, a=_article(obj))
+        return template.format(o=obj, a=_article(obj), v=_activity_verb(obj))
     if predicate.startswith("has_"):
         relation = predicate[4:].replace("_", " ")
         return f"has {_article(relation)}{relation}, {obj}"
     return f"{predicate.replace('_', ' ')} {obj}"
+
+
+#: Activities one goes to do ("goes running"); games, sports with a ball and instruments are played.
+_GOING = frozenset("running jogging swimming cycling biking climbing bouldering hiking skiing snowboarding surfing "
+                   "skating skateboarding kayaking canoeing sailing diving rowing dancing spinning".split())
+_DOING = frozenset("yoga pilates crossfit karate judo taekwondo kickboxing boxing fencing archery ballet salsa tango "
+                   "weightlifting powerlifting knitting painting pottery gardening baking photography birdwatching "
+                   "meditation dance tai chi jiu-jitsu jiu jitsu triathlons marathons".split())
+
+
+def _activity_verb(activity: str) -> str:
+    """The verb an activity takes: "goes running", "does yoga", "plays tennis"."""
+    if activity in _GOING or activity.split()[-1] in _GOING:
+        return "goes"
+    return "does" if activity in _DOING else "plays"
 
 
 def _article(noun: str) -> str:

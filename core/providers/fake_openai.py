@@ -46,7 +46,7 @@ __all__ = ["CHARS_PER_TOKEN", "FakeOpenAI", "LoggedRequest", "Reply", "count_tok
 
 CHARS_PER_TOKEN = 4
 _WORD = re.compile(r"\w+")
-EMPTY_EXTRACTION = {"summary": "", "entities": [], "facts": [], "contradicted": []}
+EMPTY_EXTRACTION = {"summary": "", "entities": [], "facts": [], "contradicted": [], "mistaken": []}
 
 
 def count_tokens(text: str) -> int:

@@ -110,6 +110,26 @@ RELATIONS = {
     "kitten": "cat",
 }  # fmt: skip
 PETS = frozenset({"dog", "cat"})
+#: What people play, practise or go and do: the objects of ``does`` (an activity that can end).
+ACTIVITIES = (
+    "tennis|table\\s+tennis|ping\\s+pong|squash|padel|pickleball|badminton|football|soccer|basketball|baseball|"
+    "softball|volleyball|handball|golf|hockey|rugby|cricket|lacrosse|chess|poker|bridge|go|yoga|pilates|"
+    "crossfit|tai\\s+chi|karate|judo|taekwondo|jiu[\\s-]?jitsu|kickboxing|boxing|fencing|archery|running|jogging|"
+    "swimming|cycling|biking|climbing|bouldering|hiking|skiing|snowboarding|surfing|skating|skateboarding|rowing|"
+    "kayaking|canoeing|sailing|diving|scuba\\s+diving|dancing|dance|ballet|salsa|tango|weightlifting|"
+    "powerlifting|spinning|triathlons?|marathons?|piano|guitar|bass|violin|viola|cello|drums|flute|clarinet|"
+    "saxophone|sax|trumpet|trombone|ukulele|harp|banjo|video\\s+games|board\\s+games|the\\s+piano|the\\s+guitar|"
+    "the\\s+violin|the\\s+cello|the\\s+drums|the\\s+flute|the\\s+saxophone|the\\s+trumpet|the\\s+bass|"
+    "the\\s+ukulele|the\\s+harp|knitting|painting|pottery|gardening|baking|photography|birdwatching|meditation"
+)
+#: Groups whose size people state: "my team has 4 engineers" (``size``).
+GROUPS = ("team|company|startup|family|household|class|department|group|band|crew|staff|squad|office|unit|lab|"
+          "choir|orchestra|club")
+#: Numbers people write as words.
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+                "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
+                "forty": 40, "fifty": 50, "hundred": 100, "a dozen": 12, "a couple of": 2}  # fmt: skip
 # "a good cook", "a former teacher", "an aspiring writer": not what the speaker works as.
 NOT_A_JOB = frozenset(
     """good great bad terrible decent better best natural amazing awful true real proud total
@@ -136,7 +156,9 @@ CONDITIONAL_WORDS = frozenset(
 
 UPPER = "A-ZÀ-ÖØ-Þ"
 NAME = rf"[{UPPER}][a-zß-öø-ÿ]+(?:[-'][{UPPER}][a-zß-öø-ÿ]+)?"
-SUBJECT = rf"(?P<subj>(?<![\w'’-])(?:[Ii]|{NAME}(?:\s+{NAME})?)(?![\w'’-]))"
+#: "my sister", "my best friend": a relation of the speaker, a subject of its own ("Maya's sister").
+MY_RELATION = r"[Mm]y\s+(?:" + "|".join(sorted((re.escape(k) for k in RELATIONS), key=len, reverse=True)) + ")"
+SUBJECT = rf"(?P<subj>(?<![\w'’-])(?:[Ii]|{MY_RELATION}|{NAME}(?:\s+{NAME})?)(?![\w'’-]))"
 ADVERBS = (
     r"(?:\s+(?i:also|still|now|currently|actually|just|really|recently|finally|already|even|"
     r"both|then|eventually|officially|permanently|happily|basically|literally|totally|"

@@ -30,6 +30,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -208,8 +209,7 @@ class OpenAIExtractor:
                                   predicates=self.predicates)
         usage = Usage()
         extraction = self.call(prompt.chat_messages(), prompt.parse, usage)
-        return Extraction(summary=extraction.summary, entities=extraction.entities, facts=extraction.facts,
-                          contradicted_fact_ids=extraction.contradicted_fact_ids, usage=usage.as_dict())
+        return replace(extraction, usage=usage.as_dict())
 
 
 class OpenAISummarizer:

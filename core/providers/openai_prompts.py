@@ -42,17 +42,29 @@ EXTRACTION_SYSTEM = """\
 You turn one conversation episode into long-term memory. Reply with one JSON object:
 {"summary": str, "entities": [{"name": str, "type": str}], "facts": [{"subject": str, "predicate": str, \
 "object": str, "object_is_entity": bool, "content": str, "confidence": number, "valid_from": str|null, \
-"valid_until": str|null, "sources": [str]}], "contradicted": [str]}
+"valid_until": str|null, "sources": [str]}], "contradicted": [str], "mistaken": [str]}
 - summary: 1-3 sentences on what happened.
 - entities: people, places, organizations and things named; type is person, place, organization, event or thing.
 - facts: lasting facts worth remembering in later conversations (identity, home, work, family, relationships, \
-preferences, possessions, plans, events). Skip greetings and small talk. Use names, never I/me/you: a speaker's \
+preferences, possessions, activities, quantities, plans, events). Use names, never I/me/you: a speaker's \
 own statement has the speaker as subject. predicate: short snake_case (lives_in, works_at, likes, has_child). \
 object_is_entity: false when the object is a value (an age, a date, a description). content: one \
 self-contained third-person sentence. confidence: 0..1. valid_from/valid_until: ISO 8601 date or time when \
 the text states or implies it ("since 2019", "last week": resolve against the message time), else null. \
 sources: the ids (m1, m2, ...) of the messages the fact comes from.
-- contradicted: ids (k1, k2, ...) of known facts this episode shows are no longer true. Only ids listed below."""
+- contradicted: ids (k1, k2, ...) of known facts this episode shows are no longer true: a move, a new job, \
+an activity stopped ("I stopped playing tennis"), a number that changed ("my team grew to 7": the known \
+team size ends). Only ids listed below.
+- mistaken: ids of known facts a speaker corrects as never true ("Biscuit is actually a cat", "I meant \
+Victoria, not Vancouver"): the correction is a fact, the known fact goes here, not in contradicted.
+Rules:
+- Turns marked (assistant) are the assistant's words. Never take a fact about the user or anyone else from \
+them (echoes such as "From what I remember, you live in Paris", summaries, guesses); only what the assistant \
+says about itself, or a fact the user confirms (then cite the user's message).
+- A correction inside this episode ("sorry, I meant", "actually", "not X but Y", "scratch that"): give only \
+the corrected fact; never the value taken back.
+- Greetings, thanks, compliments and small talk ("Nice to meet you", "Great question!") carry no fact.
+- An ended activity or a changed number is a new fact (with valid_from) plus the old one in contradicted."""
 
 SUMMARY_SYSTEM = """\
 Write a summary of each entity from its facts: one or two sentences, at most 60 words, current facts first, \
@@ -134,6 +146,7 @@ class EpisodeExtraction(BaseModel):
     entities: list[EntityItem] = []
     facts: list[FactItem] = []
     contradicted: list[str] = []
+    mistaken: list[str] = []
 
 
 class SummaryItem(BaseModel):
@@ -156,8 +169,9 @@ class _Envelope(BaseModel):
     entities: list[Any] = []
     facts: list[Any]
     contradicted: list[Any] = []
+    mistaken: list[Any] = []
 
-    @field_validator("entities", "facts", "contradicted", mode="before")
+    @field_validator("entities", "facts", "contradicted", "mistaken", mode="before")
     @classmethod
     def _none_is_empty(cls, value: Any) -> Any:
         return [] if value is None else value
@@ -285,7 +299,7 @@ class ExtractionPrompt:
                 lines.append(f"[{stamp}]")
                 last = stamp
             speaker = speaker_of(message, self.context.default_speaker)
-            role = "" if message.role == "user" or message.name is None else f" ({message.role})"
+            role = "" if message.role == "user" else f" ({message.role})"  # the assistant's turns, marked
             lines.append(f"{ref} {speaker}{role}: {message.content}")
         return "\n".join(lines)
 
@@ -300,10 +314,12 @@ class ExtractionPrompt:
         entities = [e for e in (_entity(item) for item in envelope.entities) if e is not None]
         types = {normalize_name(e.name): e.entity_type for e in entities}
         facts = tuple(self._fact(item, types) for item in envelope.facts)
-        contradicted = tuple(dict.fromkeys(i for i in (self._known_id(r) for r in envelope.contradicted) if i))
+        mistaken = tuple(dict.fromkeys(i for i in (self._known_id(r) for r in envelope.mistaken) if i))
+        contradicted = tuple(dict.fromkeys(i for i in (self._known_id(r) for r in envelope.contradicted)
+                                           if i and i not in mistaken))
         summary = _as_text(envelope.summary).strip() or None
         return Extraction(summary=summary, entities=tuple(entities), facts=facts,
-                          contradicted_fact_ids=contradicted)
+                          contradicted_fact_ids=contradicted, mistaken_fact_ids=mistaken)
 
     def _known_id(self, ref: Any) -> str | None:
         ref = _as_text(ref).strip()

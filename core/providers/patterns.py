@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .lexicon import (
+    ACTIVITIES,
     ADVERBS,
     BAD_MODIFIERS,
     CAP_WORD,
@@ -62,6 +63,7 @@ _HAS_RE = re.compile(
     r"|\d{1,2}|some|several|a\s+couple\s+of|a\s+few))\s+)?"
     rf"(?P<obj>(?:[a-z-]+\s+){{0,2}}?(?i:{HAS_HEADS}))(?![\w'’-])"
 )
+_ACTIVITY_RE = re.compile(rf"(?i:(?P<obj>{ACTIVITIES}))(?![\w'’-])")
 _AGE_RE = re.compile(r"(?P<obj>\d{1,3})(?:\s*(?:years?|yrs?)(?:\s+old)?|\s*y/?o)?(?![\w%$])")
 _AGE_TAIL_RE = re.compile(r"\s*(?:$|[,.!;:)]|(?i:now|today|this|last|and|but|so|already|yesterday|myself)\b)")
 _STRICT_TAIL_RE = re.compile(r"\s*(?:$|[,.!;:)]|(?i:as|in|back|recently|last|this|a\s+few|and|but|so)\b)")
@@ -209,6 +211,15 @@ def _possessions(rest: str) -> list[str]:
     return found
 
 
+def _activity(rest: str) -> list[str]:
+    """Read an activity of the lexicon: "tennis every Sunday" → "tennis", "the piano" → "piano"."""
+    match = _ACTIVITY_RE.match(rest)
+    if match is None:
+        return []
+    words = match["obj"].lower().split()
+    return [" ".join(words[1:] if words[0] == "the" else words)]
+
+
 def _age(rest: str) -> list[str]:
     match = _AGE_RE.match(rest)
     if match is None or not _AGE_TAIL_RE.match(rest, match.end()):
@@ -326,6 +337,18 @@ _QUIT = r"quit|resigned\s+from|(?:have|has|had)\s+(?:quit|resigned\s+from)|stopp
 _FIRED = r"(?:got|was|were)\s+(?:fired|laid\s+off)\s+(?:from|by)"
 _LEFT = r"left|(?:have|has|had)\s+left"
 
+_DOING = r"(?:playing|doing|going|practi[cs]ing)"
+_PLAY = (
+    rf"play|plays|practi[cs]e|practi[cs]es|do|does|go|goes|(?:am|is|be)\s+(?:into\s+)?{_DOING}|"
+    rf"(?:have|has)\s+been(?:\s+{_DOING})?|(?:started|began|start)\s+{_DOING}|took\s+up|(?:have|has)\s+taken\s+up|"
+    r"picked\s+up|(?:have\s+|has\s+)?switched\s+(?:over\s+)?(?:from\s+(?:[\w-]+\s+){1,3}?)?to|moved\s+on\s+to"
+)
+_STOPPED = (
+    rf"(?:have\s+|has\s+|had\s+)?(?:stopped|quit)(?:\s+{_DOING})?|gave\s+up(?:\s+(?:on\s+)?{_DOING})?|"
+    rf"(?:have|has|had)\s+given\s+up(?:\s+(?:on\s+)?{_DOING})?|(?:have\s+|has\s+)?switched\s+(?:away\s+)?from|"
+    r"(?:have\s+|has\s+)?dropped"
+)
+
 _MY_HOME = r"(?P<subj>(?<![\w'])[Mm]y)"
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -362,7 +385,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "works_at",
         _verbs(
-            rf"{_WORK_AT}|got\s+a\s+(?:new\s+)?job\s+(?:at|with)|got\s+hired\s+(?:at|by)|was\s+hired\s+(?:at|by)|"
+            rf"{_WORK_AT}|(?:got|found|landed|took|started|accepted|have|has)\s+(?:a|my)\s+(?:new\s+)?job\s+(?:at|with)|"
+            r"got\s+hired\s+(?:at|by)|was\s+hired\s+(?:at|by)|"
             r"started\s+working\s+(?:at|for)|began\s+working\s+(?:at|for)",
             past=_WORKED_AT,
         ),
@@ -502,6 +526,22 @@ RULES: tuple[Rule, ...] = (
         ("name", "call", "called", "go by"),
         object_is_entity=False,
         subject_first_person_only=True,
+    ),
+    Rule(
+        "does",  # "I play tennis", "I do yoga", "I took up squash", "I switched to squash"
+        _verbs(_PLAY, past=r"played|practi[cs]ed|did|went"),
+        _activity,
+        "activity",
+        ("play", "practi", "do", "go", "took", "taken", "picked", "start", "began", "switched", "moved on", "into",
+         "been"),
+    ),
+    Rule(
+        "does",  # "I stopped playing tennis", "I quit yoga", "I gave up chess", "I switched from tennis to squash"
+        _verbs(_STOPPED),
+        _activity,
+        "activity",
+        ("stopped", "quit", "gave up", "given up", "switched", "dropped"),
+        ends=True,
     ),
     Rule(
         "age",

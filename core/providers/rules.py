@@ -49,10 +49,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from ..models import Message
-from .base import ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
+from .base import ExtractedCorrection, ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
 from .extractive import predicate_phrase, speaker_of, split_sentences, summarize_messages
-from .lexicon import CONDITIONAL_WORDS, FILLER_WORDS, NAME, NOT_NAMES, PETS, RELATIONS, WORD_RE
+from .lexicon import CONDITIONAL_WORDS, FILLER_WORDS, GROUPS, NAME, NOT_NAMES, NUMBER_WORDS, PETS, RELATIONS, WORD_RE
 from .patterns import RULES, Rule, agrees
+from .talk import corrections, is_echo, is_reaction, is_small_talk, same_kind_values
 from .timeparse import TimeMention, duration_start, find_times
 
 __all__ = ["RuleExtractor", "is_informative"]
@@ -83,6 +84,12 @@ _PERFECT_RE = re.compile(r"\b(?:have|has)\s+(?:\w+\s+)?(?:been|lived|worked|had|
 # "I am no longer a nurse", "I am not into jazz anymore" → "I no longer am …", which the rules read.
 _COPULA_ENDED_RE = re.compile(
     r"\b(am|is|are|was|were)\s+(?:no\s+longer|not(?=[^.;!?]*\bany\s?(?:more|longer)\b))\b", re.IGNORECASE
+)
+# "I left Shopify and joined Stripe": a second verb whose subject, "I", is left out.
+_ELIDED_I_RE = re.compile(
+    r"(?<=\w)(,?\s+(?:and|but)(?:\s+(?:then|now|also))?|,\s+then)\s+(?=(?:joined|started|moved|switched|took|"
+    r"got|adopted|bought|began|picked|became|quit|left|stopped|gave|dropped|now\s+(?:work|live|play))\b)",
+    re.IGNORECASE,
 )
 # "I am currently working as", "I'm really into": an adverb after the auxiliary.
 _AUX_ADVERB_RE = re.compile(
@@ -127,11 +134,14 @@ def _is_short_question(text: str, n_words: int) -> bool:
 
 @dataclass(frozen=True)
 class _Said:
-    """One message prepared for the rules: who said it, when, and its citation."""
+    """One message prepared for the rules: who said it, when, its citation, and whether the assistant did."""
 
     speaker: str
     when: datetime
     ids: tuple[str, ...]
+    assistant: bool = False
+    users: frozenset[str] = frozenset()  # the conversation's users, lowercase: whom an echo names
+    heard: frozenset[str] = frozenset()  # words the users said before this message, lowercase
 
 
 class RuleExtractor:
@@ -169,17 +179,28 @@ class RuleExtractor:
         """
         facts: dict[tuple[str, str, str], ExtractedFact] = {}
         speakers: list[str] = []
-        heard: list[Message] = []
+        heard: list[tuple[Message, _Said]] = []
+        users = frozenset(speaker_of(m, context.default_speaker).split()[0].lower()
+                          for m in messages if m.role == "user" and speaker_of(m, context.default_speaker).split())
+        fixes: list[ExtractedCorrection] = []
+        words: set[str] = set()
         for message in messages:
-            said = _said(message, context)
+            said = _said(message, context, users)
             if said is None:
                 continue
-            heard.append(message)
             speakers.append(said.speaker)
-            for fact in _message_facts(message.content, said):
+            text = message.content
+            if said.assistant:
+                said = replace(said, heard=frozenset(words))
+            else:
+                text, pending = _self_corrected(text)
+                fixes += _corrections(message, said, heard, pending)
+                words.update(w.lower() for w in _QUOTE_WORD.findall(message.content.replace("’", "'")))
+            heard.append((message, said))
+            for fact in _message_facts(text, said):
                 _merge(facts, fact)
         summary = summarize_messages(
-            heard,
+            [m for m, _ in heard],
             self.summary_sentences,
             self.summary_chars,
             default_speaker=context.default_speaker,
@@ -188,10 +209,11 @@ class RuleExtractor:
             summary=summary or None,
             entities=_entities(speakers, facts.values()),
             facts=tuple(facts.values()),
+            corrections=tuple(fixes),
         )
 
 
-def _said(message: Message, context: ExtractionContext) -> _Said | None:
+def _said(message: Message, context: ExtractionContext, users: frozenset[str] = frozenset()) -> _Said | None:
     if message.role not in ("user", "assistant"):
         return None
     if message.role == "assistant" and not message.name:
@@ -199,7 +221,102 @@ def _said(message: Message, context: ExtractionContext) -> _Said | None:
             return None
         message = replace(message, name=context.assistant_speaker)
     ids = (message.id,) if message.id else ()
-    return _Said(speaker_of(message, context.default_speaker), message.timestamp or context.now, ids)
+    return _Said(speaker_of(message, context.default_speaker), message.timestamp or context.now, ids,
+                 assistant=message.role == "assistant", users=users)
+
+
+def _self_corrected(text: str) -> tuple[str, list[str]]:
+    """A message with the corrections it makes of itself carried out, and its other correcting sentences.
+
+    "I'm flying to Rome on Friday. No sorry, Milan.": the message is read as "I'm
+    flying to Milan on Friday." — Rome was never said as a statement of its own. A
+    correction that finds nothing earlier in its message is left for the messages
+    before it (:func:`_corrections`).
+    """
+    sentences = split_sentences(text)
+    if len(sentences) < 2 or not any(corrections(x) for x in sentences[1:]):
+        return text, [x for x in sentences if corrections(x)]
+    out: list[str] = []
+    pending: list[str] = []
+    for sentence in sentences:
+        cues = corrections(sentence)
+        if not cues:
+            out.append(sentence)
+            continue
+        cue = cues[0]
+        for i in range(len(out) - 1, -1, -1) if cue.right is not None else ():
+            wrong = cue.wrong or next(iter(same_kind_values(out[i], cue.right)[-1:]), None)
+            if wrong is not None and _mentions(out[i], wrong):
+                out[i] = re.sub(rf"(?<![\w'’]){re.escape(wrong)}(?![\w'’])", cue.right, out[i], flags=re.IGNORECASE)
+                break
+        else:
+            out.append(sentence)
+            pending.append(sentence)
+    return " ".join(out), pending
+
+
+def _corrections(message: Message, said: _Said, earlier: Sequence[tuple[Message, _Said]],
+                 sentences: Sequence[str]) -> list[ExtractedCorrection]:
+    """The corrections a user message makes (rule 4 of :mod:`~zep_core.providers.talk`), resolved in the episode.
+
+    The corrected message is the latest earlier one of the same speaker that holds the
+    wrong value (or, when the correction names only the value meant, a value of the
+    same kind; when it only takes something back, the latest one that is not small
+    talk). When none of this episode's messages is it, the core looks among the
+    speaker's stored facts for the wrong value, or for the name the correction is about.
+    """
+    own = [(m, s) for m, s in earlier if s.speaker == said.speaker and not s.assistant]
+    out: list[ExtractedCorrection] = []
+    for sentence in sentences:
+        for cue in corrections(sentence):
+            wrong, target = cue.wrong, None
+            for m, _ in reversed(own):
+                text = m.content
+                if cue.right is None:
+                    if not all(is_small_talk(x) for x in split_sentences(text)):
+                        target = m
+                elif wrong is not None:
+                    target = m if _mentions(text, wrong) else None
+                else:
+                    scope = text if cue.about is None or _mentions(text, cue.about) else ""
+                    found = same_kind_values(scope, cue.right)
+                    if found:
+                        wrong, target = found[-1], m
+                if target is not None:
+                    break
+            if target is None and wrong is None and cue.about is None:
+                continue  # nothing here to correct, and nothing to look for among the stored facts
+            out.append(ExtractedCorrection(
+                speaker=said.speaker, right=cue.right, wrong=wrong, about=None if wrong else cue.about,
+                in_messages=(target.id,) if target is not None and target.id else (), source_message_ids=said.ids))
+            if target is not None and wrong is not None:
+                out += _replies_to(target, wrong, earlier, said.ids)
+    return out
+
+
+def _replies_to(target: Message, wrong: str, earlier: Sequence[tuple[Message, _Said]],
+                source: tuple[str, ...]) -> list[ExtractedCorrection]:
+    """The assistant's replies to a corrected message that repeat its wrong value ("Bern is lovely").
+
+    They answered a mistake: what they say of the wrong value is taken back with it.
+    """
+    after = False
+    out = []
+    for m, s in earlier:
+        after = after or m is target
+        if after and s.assistant and m.id and _mentions(m.content, wrong):
+            out.append(ExtractedCorrection(speaker=s.speaker, right=None, wrong=wrong, in_messages=(m.id,),
+                                           source_message_ids=source))
+    return out
+
+
+def _own(subject: str, speaker: str) -> bool:
+    """Whether a fact's subject is the speaker, or the speaker's own ("Maya's team")."""
+    return subject == speaker or subject.startswith(f"{speaker}'s ")
+
+
+def _mentions(text: str, value: str) -> bool:
+    return re.search(rf"(?<![\w'’]){re.escape(value)}(?![\w'’])", text, re.IGNORECASE) is not None
 
 
 def _merge(facts: dict[tuple[str, str, str], ExtractedFact], fact: ExtractedFact) -> None:
@@ -209,18 +326,39 @@ def _merge(facts: dict[tuple[str, str, str], ExtractedFact], fact: ExtractedFact
         facts[key] = fact
         return
     ids = tuple(dict.fromkeys(seen.source_message_ids + fact.source_message_ids))
-    facts[key] = replace(seen, source_message_ids=ids, confidence=max(seen.confidence, fact.confidence))
+    facts[key] = replace(seen, source_message_ids=ids, confidence=max(seen.confidence, fact.confidence),
+                         covered=seen.covered and fact.covered)
 
 
 def _message_facts(text: str, said: _Said) -> Iterator[ExtractedFact]:
+    """The facts of one message, by the rules of :mod:`~zep_core.providers.talk`.
+
+    Small talk says nothing; the assistant's words are only its quotes, without what it
+    echoes of memory; a correction's sentence says nothing of its own (what it means
+    goes into the statement it corrects); a quote is kept only where it says more than
+    the canonical facts drawn from it.
+    """
     canonical: list[ExtractedFact] = []
+    kept: list[str] = []
     for sentence in split_sentences(text):
+        if is_small_talk(sentence) or (said.assistant and (is_echo(sentence, said.users)
+                                                           or is_reaction(sentence, said.heard))):
+            continue
+        if not said.assistant and (cues := corrections(sentence)):
+            if not cues[0].rest:
+                continue  # what a correction means goes into the statement it corrects
+            sentence = cues[0].rest  # "scratch that, I'm a librarian": the new statement is read as said
         if not sentence.rstrip("\"')").endswith("?"):
-            canonical += _sentence_facts(_normalize(sentence), said)
+            found = _sentence_facts(_normalize(sentence), said)
+            # the assistant's words speak for the assistant only: never a fact about the user
+            canonical += [f for f in found if not said.assistant or _own(f.subject, said.speaker)]
+        kept.append(sentence)
     yield from canonical
-    for quote in _quotes(_SPACE_RE.sub(" ", text).strip(), canonical):
+    if not kept:
+        return
+    for quote in _quotes(_SPACE_RE.sub(" ", " ".join(kept)).strip(), canonical):
         if is_informative(quote):
-            yield _statement(quote, said)
+            yield _statement(quote, said, covered=not _says_more(quote, canonical))
 
 
 #: Where a sentence starts a new clause with its own subject: "…, and I work at Initech".
@@ -271,6 +409,8 @@ def _normalize(sentence: str) -> str:
 
     expanded = _CONTRACTION_RE.sub(expand, sentence.replace("’", "'"))
     expanded = _COPULA_ENDED_RE.sub(lambda m: f"no longer {m[1]}", expanded)
+    if re.match(r"\s*(?:\w+[\s,]+){0,2}I\b", expanded):  # the sentence's subject is "I": say it again
+        expanded = _ELIDED_I_RE.sub(lambda m: f"{m[1]} I ", expanded)
     return _AUX_ADVERB_RE.sub(lambda m: f"{m[1]} ", expanded)
 
 
@@ -314,6 +454,7 @@ def _sentence_facts(sentence: str, said: _Said) -> Iterator[ExtractedFact]:
             yield _canonical(item.rule, item.subject, obj, (valid_from, valid_until), confidence, said)
     if "my" in lower:
         yield from _relation_facts(sentence, said, confidence)
+    yield from _count_facts(sentence, said, confidence)
 
 
 def _ended(sentence: str, match: re.Match[str], rule: Rule) -> bool | None:
@@ -345,6 +486,8 @@ def _subject(match: re.Match[str], speaker: str, rule: Rule) -> str | None:
         return speaker
     if rule.subject_first_person_only:
         return None
+    if raw[:3].lower() == "my ":  # "my sister lives in Oslo": the speaker's sister
+        return f"{speaker}'s {' '.join(raw.split()[1:]).lower()}"
     words = raw.split()
     while words and words[0] in NOT_NAMES:
         words.pop(0)
@@ -484,7 +627,8 @@ def _canonical(
 
 
 _BASE_VERBS = {"lives": "live", "works": "work", "studies": "study", "is": "be", "likes": "like",
-               "dislikes": "dislike", "has": "have", "goes": "go", "was": "be"}  # fmt: skip
+               "dislikes": "dislike", "has": "have", "goes": "go", "was": "be", "plays": "play",
+               "does": "do"}  # fmt: skip
 
 
 def _used_to(phrase: str) -> str:
@@ -511,7 +655,94 @@ def _relation_facts(sentence: str, said: _Said, confidence: float) -> Iterator[E
         )
 
 
-def _statement(text: str, said: _Said) -> ExtractedFact:
+# --- sizes: a count holds one value at a time (rule 6 of talk.py) ----------------------------
+
+_NUMBER = r"(?P<n>\d{1,6}|" + "|".join(sorted(map(re.escape, NUMBER_WORDS), key=len, reverse=True)) + ")"
+_UNIT = r"(?:\s+(?P<unit>(?!(?:and|but|now|so|in|on|at|of|this|total|people\s+now)\b)[a-z]+))?"
+_SIZE_VERB = (r"(?:has|have|is|are|was|consists\s+of|is\s+made\s+up\s+of|(?:has\s+)?(?:grew|grown|shrank|shrunk|"
+              r"dropped|fell|fallen|doubled|tripled|expanded|increased|decreased|went\s+(?:up|down)|gone\s+(?:up|down))"
+              r"\s+to|is\s+(?:up|down)\s+to|now\s+has|now\s+is|reached|hit|counts)")
+_QUALIFIER = r"(?:(?:now|only|just|about|around|roughly|exactly|over|almost|nearly)\s+)*"
+_SIZES = (
+    # "my team has 4 engineers", "my team grew to 7", "our family is now five people"
+    re.compile(rf"(?P<owner>(?<![\w'])(?i:my|our)|{NAME}['’]s)\s+(?:(?i:whole|entire|little|new|current)\s+)?"
+               rf"(?P<noun>(?i:{GROUPS}))\s+(?i:(?:now\s+)?{_SIZE_VERB})\s+{_QUALIFIER}(?i:{_NUMBER}){_UNIT}"),
+    # "there are 7 engineers on my team"
+    re.compile(rf"(?i:there\s+(?:are|is)\s+(?:now\s+)?{_QUALIFIER}{_NUMBER}{_UNIT}\s+(?:on|in)\s+)"
+               rf"(?P<owner>(?i:my|our))\s+(?P<noun>(?i:{GROUPS}))"),
+    # "I lead 5 engineers", "I now manage a team of 7", "my team of 6"
+    re.compile(rf"(?P<owner>(?<![\w'])I)\s+(?i:(?:now\s+|currently\s+|also\s+)?(?:lead|manage|supervise|oversee|run|"
+               rf"have)\s+(?:a\s+(?P<noun>team|group|staff|crew)\s+of\s+)?{_QUALIFIER}{_NUMBER}"
+               rf"(?:\s+(?P<unit>people|engineers|developers|designers|reports|employees|researchers|nurses|"
+               rf"teachers|analysts|members|staff|folks|direct\s+reports))?)"),
+    re.compile(rf"(?P<owner>(?<![\w'])(?i:my|our))\s+(?P<noun>(?i:team|group|staff|crew))\s+(?i:of\s+{_NUMBER}{_UNIT})"),
+    # "we're a team of 10", "we are now a family of five"
+    re.compile(rf"(?P<owner>(?<![\w'])(?i:we))(?i:'re|\s+are)\s+(?i:(?:now|still|currently)\s+)?(?i:an?)\s+"
+               rf"(?P<noun>(?i:{GROUPS}))\s+(?i:of\s+{_QUALIFIER}{_NUMBER}){_UNIT}"),
+)
+
+
+def _count_facts(sentence: str, said: _Said, confidence: float) -> Iterator[ExtractedFact]:
+    """``<owner>'s <group> size <n> [unit]``: "Maya's team has 7 engineers." (``size`` is single-valued)."""
+    seen: set[str] = set()
+    for pattern in _SIZES:
+        for match in pattern.finditer(sentence):
+            groups = match.groupdict()
+            noun = (groups.get("noun") or "").lower()
+            if not noun and not groups.get("unit"):
+                continue  # "I have 2" says nothing of a team
+            noun = noun or "team"
+            owner = groups["owner"]
+            who = said.speaker if owner.lower() in ("i", "my", "our", "we") else owner[:-2]
+            if noun in seen:
+                continue
+            seen.add(noun)
+            raw = groups["n"].lower()
+            number = str(NUMBER_WORDS.get(raw, raw))
+            unit = (groups.get("unit") or "").lower()
+            obj = f"{number} {unit}".strip()
+            subject = f"{who}'s {noun}"
+            yield ExtractedFact(subject=subject, predicate="size", object=obj, content=f"{subject} has {obj}.",
+                                confidence=confidence, source_message_ids=said.ids, subject_type="group",
+                                object_is_entity=False)
+
+
+# --- quotes ------------------------------------------------------------------------------
+
+#: Words a quote may hold and still say nothing its canonical facts do not: function words, times
+#: (a fact carries its dates), and the verbs that state the canonical predicates.
+_SAYS_NOTHING = frozenset(
+    """i i'm i've i'd me my mine myself we our us you your a an the and or but so then also too now just still
+    already currently recently finally really actually very is am are was were be been being have has had do
+    does did to of in at on for from with as by about since ago last next this that these those it its there
+    here yes no not oh well ok okay hey hi year years month months week weeks day days today yesterday
+    tomorrow tonight morning evening weekend january february march april may june july august september
+    october november december monday tuesday wednesday thursday friday saturday sunday live lives lived living
+    moved move moving relocated home based work works worked working job employed joined started starting
+    left quit switched stopped turned turn
+    start began new study studies studied studying like likes liked love loves loved enjoy enjoys enjoyed
+    got get own owns adopted bought play plays played playing practice doing go going goes quit stopped
+    switched gave given up named called name born married anymore longer used every grew grown shrank shrunk
+    dropped fell doubled tripled expanded increased decreased went reached hit consists made lead leads manage
+    manages supervise run people members big news guess what fun fact quick update btw way""".split())
+_QUOTE_WORD = re.compile(r"[A-Za-zÀ-ÿ0-9][\w'’-]*")
+
+
+def _says_more(quote: str, canonical: Sequence[ExtractedFact]) -> bool:
+    """Whether a quote holds a word its canonical facts (and plain function words) do not (rule 7)."""
+    if not canonical:
+        return True
+    covered = set(_SAYS_NOTHING)
+    for fact in canonical:
+        covered.update(w.lower() for w in _QUOTE_WORD.findall(f"{fact.content} {fact.object} {fact.subject}"))
+    for word in _QUOTE_WORD.findall(quote.replace("’", "'")):
+        lowered = word.lower()
+        if lowered not in covered and lowered.rstrip("s") not in covered and not re.fullmatch(r"(?:19|20)\d\d", word):
+            return True
+    return False
+
+
+def _statement(text: str, said: _Said, covered: bool = False) -> ExtractedFact:
     if len(text) > STATEMENT_MAX_CHARS:
         cut = text[: STATEMENT_MAX_CHARS - 1]
         text = cut[: cut.rfind(" ")] + "…" if " " in cut else cut + "…"
@@ -524,6 +755,7 @@ def _statement(text: str, said: _Said) -> ExtractedFact:
         source_message_ids=said.ids,
         object_type="thing",
         object_is_entity=False,
+        covered=covered,
     )
 
 

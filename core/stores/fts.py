@@ -8,7 +8,8 @@ record store writes it in the same transaction as the facts (insert, replace,
 ``forget_user``, import) and rebuilds it from them (migration, ``rebuild()``).
 
 Each fact has one row in its user's table with the fact's ``rowid``. Its *index text*
-is the fact's content, its subject, predicate and object words (column ``text``), and —
+is the fact's content, its subject, predicate and object words and, for a canonical fact,
+the words of the message it came from (column ``text``), and —
 for a fact drawn from a reply — the end of the message said just before its source turn
 in the episode, the question the reply answers (column ``context``), so "Where did
 Kim's grandmother grow up?" finds "Kim: Gyeongju, near the coast.".
@@ -53,14 +54,20 @@ won't would wouldn't you you'd you'll you're you've your yours yourself yourselv
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)  # letters and digits; FTS5's unicode61 splits on the rest
 
 # The index text of the fact row ``f``, two SQL expressions. ``text``: content, subject,
-# the predicate's words and the object (a statement's content already quotes it).
+# the predicate's words and the object, and for a canonical fact the start (300 characters)
+# of the message it was drawn from: the words its speaker used ("I moved to Berlin" finds
+# "Kim lives in Berlin."), since no quote of that message is kept beside it (rule 7 of
+# zep_core.providers.talk). A statement's content already quotes its message.
 # ``context``: the end (200 characters) of the message before the fact's first source
 # message in its episode, when someone else said it — a reply is found by the question
 # it answers, which usually ends that message; the rest of a long turn is left out.
 _TEXT = """
 {f}.content || ' ' || {f}.subject
 || CASE WHEN {f}.predicate = 'statement' THEN ''
-        ELSE ' ' || replace({f}.predicate, '_', ' ') || ' ' || {f}.object END
+        ELSE ' ' || replace({f}.predicate, '_', ' ') || ' ' || {f}.object || ' ' || coalesce((
+             SELECT substr(s.content, 1, 300) FROM messages s
+             WHERE s.episode_id = {f}.episode_id AND s.message_id = json_extract({f}.source_message_ids, '$[0]')
+             LIMIT 1), '') END
 """
 _CONTEXT = """
 coalesce((SELECT substr(p.content, -200) FROM messages m JOIN messages p

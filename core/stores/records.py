@@ -93,8 +93,8 @@ class RecordStore:
         if keyless:
             with self.transaction():
                 self._fill_object_keys()
-        if version is not None and int(version) < 3:  # 1 -> 2: the lexical index; 2 -> 3: its validity columns
-            with self.transaction():
+        if version is not None and int(version) < 4:  # 1 -> 2: the lexical index; 2 -> 3: its validity columns;
+            with self.transaction():                   # 3 -> 4: a canonical fact indexed by its message's words
                 self.rebuild_lexical()
         if "extra" not in {c.name for c in self.db["session_messages"].columns}:  # 2 -> 3: adapters' turn data
             conn.execute("ALTER TABLE session_messages ADD COLUMN extra TEXT")

@@ -38,7 +38,7 @@ __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "StoredFact", "blob", "en
 #: neighbouring entities (:meth:`RecordStore.neighbours`). The queries name them with
 #: ``INDEXED BY``: the planner otherwise walks every current fact of a speaker through
 #: ``facts_subject`` (bench/findings.md has the cost at 100k facts).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -137,7 +137,9 @@ def snapshot(memory: Memory) -> dict:
                               f.created_at, f.expired_at) for f in facts), key=repr),
             "entities": sorted((r["id"], r["name"], r["entity_type"], tuple(sorted(r["aliases"])))
                                for r in memory.export_records(user) if r["type"] == "entity"),
-            "context": {q: [(f.content, round(f.score, 6)) for f in memory.get_context(q, user_id=user)]
+            # facts of equal score come in the order of their random ids: compared as a set per score
+            "context": {q: sorted(((f.content, round(f.score, 6)) for f in memory.get_context(q, user_id=user)),
+                                  key=lambda pair: (-pair[1], pair[0]))
                         for q in QUESTIONS.get(user, [])},
         }
     return out

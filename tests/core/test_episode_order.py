@@ -73,7 +73,7 @@ def test_ingest_result_counts_supersessions_within_the_episode(mem):
     result = mem.conversation_end("s", [Message("I live in Berlin", name="Ann", timestamp=T1),
                                         Message("I live in Madrid now.", name="Ann", timestamp=T2)], user_id="u")
     history = [f for f in mem.entity_history("Ann", user_id="u") if f.superseded_by]
-    assert len(history) == 2  # the canonical fact and its quote
+    assert len(history) == 1  # the canonical fact (its quote says nothing more, so it is not stored beside it)
     assert {f.id for f in result.superseded} == {f.id for f in history}
     assert all(f.valid_until == T2 for f in result.superseded)
 
@@ -92,8 +92,8 @@ def test_every_discarded_fact_comes_with_its_reason(make_memory):
 
 
 def test_a_quote_stays_current_while_anything_it_said_is_still_true(mem):
-    mem.conversation_end("s1", [Message("Hi, I'm Bob. I live in London and I work at Initech.", name="Bob",
-                                        timestamp=T1)], user_id="u")
+    mem.conversation_end("s1", [Message("Hi, I'm Bob. I live in London near the river, and I work at Initech.",
+                                        name="Bob", timestamp=T1)], user_id="u")
     mem.conversation_end("s2", [Message("I work at Globex now.", name="Bob", timestamp=T2)], user_id="u")
     facts = mem.get_context("where does Bob live", user_id="u")
     assert any("London" in f.content for f in facts)
@@ -125,3 +125,16 @@ def test_cli_ingest_prints_each_discarded_fact_with_its_reason(tmp_path, capsys)
     assert main(["ingest", str(path), "--data", str(tmp_path / "again"), "--json"]) == 0
     (dropped,) = json.loads(capsys.readouterr().out)["dropped"]
     assert dropped["fact"] == "Ann lives in Madrid." and "not older" in dropped["reason"]
+
+
+def test_a_covered_quote_is_stored_when_the_fact_it_backs_is_discarded(make_memory):
+    """Said out of order ("in 2019" while the current fact is from 2020): the fact is discarded, the words stay."""
+    memory = make_memory()
+    t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    memory.conversation_end("s1", [Message("I moved to Paris in 2020.", name="Ann", timestamp=t0)], user_id="ann")
+    result = memory.conversation_end("s2", [Message("I moved to Lisbon in 2019.", name="Ann",
+                                                    timestamp=t0 + timedelta(days=1))], user_id="ann")
+    assert [d.fact.content for d in result.discarded] == ["Ann lives in Lisbon."]
+    assert [f.content for f in result.added] == ["Ann: I moved to Lisbon in 2019."]
+    current = [f.content for f in memory.facts("ann") if f.is_current]
+    assert "Ann lives in Paris." in current and "Ann: I moved to Paris in 2020." not in current

@@ -32,11 +32,11 @@ def _compared(memory):
     plan = ingestor._plan
     checked = []
 
-    def checking(user, subjects, proposals, contradicted, now):
-        got = plan(user, subjects, proposals, contradicted, now)
+    def checking(user, subjects, proposals, contradicted, now, **corrections):
+        got = plan(user, subjects, proposals, contradicted, now, **corrections)
         everything = records.current_facts_about(user, subjects, limit=1_000_000)
         want = plan_updates(everything, proposals, single_valued=memory.config.single_valued_predicates,
-                            contradicted=contradicted, now=now)
+                            contradicted=contradicted, taken_back=corrections.get("taken_back"), now=now)
         assert _summary(got) == _summary(want), [f.content for f in proposals]
         checked.append(bool(want.superseded))
         return got
@@ -121,5 +121,6 @@ def test_a_folder_from_before_the_object_key_gets_it_on_open(make_memory, tmp_pa
     memory.conversation_end("s2", [Message("I live in London!", name="Dana", timestamp=t0 + timedelta(days=3))],
                             user_id="dana")
     assert checked == [False]
-    quotes = [f for f in memory.facts("dana") if f.predicate == "statement" and "London" in f.content]
-    assert len([f for f in quotes if normalize_name(f.object) == "i live in london"]) == 1  # said again: reinforced
+    london = [f for f in memory.facts("dana") if f.object == "London"]
+    assert len(london) == 1 and london[0].is_current  # said again: the same fact, reinforced, not a second one
+    assert london[0].confidence > 0.9 and len(london[0].source_message_ids) == 2

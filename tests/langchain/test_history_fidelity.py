@@ -101,10 +101,10 @@ def test_inline_images_are_kept_as_a_note_not_as_their_data(history_of, memory):
 def test_an_image_alone_is_kept_but_not_learned_from(history_of, memory):
     history = history_of(memory, user_name="Alice")
     photo = HumanMessage([{"type": "image_url", "image_url": {"url": PHOTO}}])
-    history.add_messages([photo, AIMessage("A lovely cat!")])
+    history.add_messages([photo, AIMessage("That photo shows a grey cat asleep on a red sofa.")])
     assert history.messages[0] == HumanMessage(photo.content, name="Alice")
     assert [(m.role, m.content) for m in memory.get_messages("s1", user_id="alice")] == [
-        ("tool", "[image_url]"), ("assistant", "A lovely cat!")]
+        ("tool", "[image_url]"), ("assistant", "That photo shows a grey cat asleep on a red sofa.")]
     learned = [f.content for f in history.end_conversation().added]
     assert learned and not any("image" in f or "Alice" in f for f in learned)
 

@@ -12,10 +12,10 @@ from zep_core.providers.openai_client import OpenAIClient
 DIM = 64
 
 
-def answer(*facts, contradicted=(), summary="They talked.", entities=()):
+def answer(*facts, contradicted=(), mistaken=(), summary="They talked.", entities=()):
     """The JSON object an extraction reply holds."""
     return {"summary": summary, "entities": [{"name": n, "type": t} for n, t in entities],
-            "facts": list(facts), "contradicted": list(contradicted)}
+            "facts": list(facts), "contradicted": list(contradicted), "mistaken": list(mistaken)}
 
 
 def fact(subject, predicate, obj, *, content=None, sources=("m1",), confidence=0.9, valid_from=None,

@@ -46,7 +46,7 @@ def test_the_request_carries_speakers_refs_times_known_facts_and_a_json_schema(o
     assert "m1 Bot (assistant): Hi Alice, how is Paris?" in prompt and "m2 Alice: Still lovely." in prompt
     assert body["response_format"]["type"] == "json_schema"
     schema = body["response_format"]["json_schema"]["schema"]
-    assert set(schema["required"]) == {"summary", "entities", "facts", "contradicted"}
+    assert set(schema["required"]) == {"summary", "entities", "facts", "contradicted", "mistaken"}
     assert body["max_tokens"] == 4096 and body["temperature"] == 0
 
 
@@ -237,3 +237,60 @@ def test_known_facts_shown_are_capped(fake, client):
     extractor.extract(alice("Hi"), ExtractionContext("u", "s", now=now, known_facts=known))
     prompt = prompt_of(fake.log("chat")[0].body)
     assert "k50: Alice likes thing 49." in prompt and "k51:" not in prompt
+
+
+# -- what is true now: the prompt's classes, and what the core does with the answer ------------------
+
+
+def test_the_prompt_marks_the_assistants_turns_and_asks_for_corrections(openai_memory, fake):
+    memory = openai_memory()
+    fake.push_chat(answer())
+    memory.conversation_end("s", [Message("Nice to meet you!", role="assistant", id="a1"),
+                                  Message("Sorry, I meant Victoria, not Vancouver.", name="Maya", id="u1")],
+                            user_id="maya")
+    body = fake.log("chat")[-1].body
+    assert "m1 Assistant (assistant): Nice to meet you!" in prompt_of(body)
+    system = body["messages"][0]["content"]
+    for rule in ("(assistant) are the assistant's words", "mistaken:", "scratch that", "small talk",
+                 "an activity stopped", "a number that changed"):
+        assert rule in system
+    assert "mistaken" in body["response_format"]["json_schema"]["schema"]["required"]
+
+
+def test_a_known_fact_the_user_corrects_is_taken_back_not_made_past(openai_memory, fake, clock):
+    memory = openai_memory()
+    fake.push_chat(answer(fact("Maya", "has_pet", "dog", content="Maya has a dog called Biscuit.")))
+    memory.conversation_end("s1", [Message("I have a dog called Biscuit.", name="Maya", id="u1")], user_id="maya")
+    clock.advance(days=3)
+    fake.push_chat(lambda body: answer(fact("Maya", "has_pet", "cat", content="Maya has a cat called Biscuit."),
+                                       mistaken=[known_ref(body, "dog")], contradicted=[known_ref(body, "dog")]))
+    result = memory.conversation_end("s2", [Message("Biscuit is actually a cat, sorry.", name="Maya", id="u2")],
+                                     user_id="maya")
+    (dog,) = result.superseded
+    (cat,) = result.added
+    assert dog.valid_until == dog.valid_from and dog.superseded_by == cat.id  # never held: a correction
+    assert [f.content for f in memory.get_context("What pet does Maya have?", user_id="maya")][:1] == [
+        "Maya has a cat called Biscuit."]
+    assert "dog" not in memory.context_block("What pet does Maya have?", user_id="maya")
+
+
+def test_the_assistants_echo_never_brings_back_what_the_user_replaced(openai_memory, fake, clock):
+    memory = openai_memory()
+    fake.push_chat(answer(fact("Maya", "lives_in", "Paris")))
+    memory.conversation_end("s1", [Message("I live in Paris.", name="Maya", id="u1")], user_id="maya")
+    clock.advance(days=30)
+    fake.push_chat(lambda body: answer(fact("Maya", "lives_in", "Berlin"), contradicted=[known_ref(body, "Paris")]))
+    memory.conversation_end("s2", [Message("I moved to Berlin last week.", name="Maya", id="u2")], user_id="maya")
+    clock.advance(days=30)
+    # a model that takes the echo for a fact: the core still keeps Berlin
+    fake.push_chat(answer(fact("Maya", "lives_in", "Paris", sources=["m1"]),
+                          fact("Maya", "has_booking", "Nopa", content="Maya has a table booked at Nopa.",
+                               sources=["m2"])))
+    result = memory.conversation_end("s3", [
+        Message("From what I remember, you live in Paris.", role="assistant", id="a1"),
+        Message("I booked you a table at Nopa for Friday.", role="assistant", id="a2")], user_id="maya")
+    assert [d.fact.object for d in result.discarded] == ["Paris"]
+    assert "only the assistant said it" in result.discarded[0].reason
+    assert [f.object for f in result.added] == ["Nopa"]  # hearsay that contradicts nothing is kept
+    current = {f.object for f in memory.entity_history("Maya", user_id="maya") if f.is_current}
+    assert "Berlin" in current and "Paris" not in current
