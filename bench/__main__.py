@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .common import LOCOMO_DEV, LONGMEMEVAL_DEV, RESULTS_DIR
 
-BENCHMARKS = ("locomo", "longmemeval", "scale", "cost", "server")
+BENCHMARKS = ("chat", "locomo", "longmemeval", "scale", "cost", "server")
 LOCOMO = str(LOCOMO_DEV)
 LONGMEMEVAL = str(LONGMEMEVAL_DEV)
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +35,8 @@ def _command(name: str, args: argparse.Namespace) -> list[str] | None:
         return ["--data", args.longmemeval, *quick, *out]
     if name in ("scale", "server"):
         return [*quick, *out]
+    if name == "chat":
+        return out
     if not (ROOT / "bench" / "cost.py").is_file():  # another helper's benchmark
         return None
     return [args.locomo, "--episodes", "20" if args.quick else "60", "--quiet", *out]

@@ -18,6 +18,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 TARGET_LIFT = 0.15  # LoCoMo categories 1-4 all@10 over BM25 raw turns
 TARGET_LME_LIFT = 0.10  # LongMemEval all@10 over BM25 raw turns
 TARGET_SSA = 0.80  # LongMemEval single-session-assistant all@10
+TARGET_CHAT = 0.95  # bench/chat.py: share of the chat corpus checks that hold
 SPEC_ROW = "zep: spec literally (SPEC_SCORING)"
 TARGET_P95_MS = 50.0
 TARGET_EPS = 100.0  # single-episode conversation_end at 10k facts, until all three stores hold it
@@ -325,6 +326,18 @@ def _server(res: dict[str, Any]) -> list[str]:
             f"{res['get_context']['paired_overhead_ms_p50']:.2f} ms.", *_inside(res), ""]
 
 
+def _chat(res: dict[str, Any]) -> list[str]:
+    """``bench/chat.py``: what is true now, from real chat, by class."""
+    rows = [[kind, f"{v['held']}/{v['checks']}"] for kind, v in res["by_kind"].items()]
+    failed = [f"- {f['case']}: {f['check']}: {f['why']}" for f in res.get("failed", [])]
+    return ["## What is true now, from real chat", "",
+            f"`python -m bench.chat`: {res['cases']} chat cases of our own (user and assistant turns, one or several "
+            "conversations; not from `../shared`), each with the facts `get_context` must and must not return; "
+            f"the classes are the rules of `core/providers/talk.py`. **{res['held']}/{res['checks']} checks hold "
+            f"({res['share']:.1%})**, {res['cases_held']}/{res['cases']} cases.", "",
+            *_table(("class", "checks held"), rows), *(["Failed:", "", *failed, ""] if failed else [])]
+
+
 def _inside(res: dict[str, Any]) -> list[str]:
     """The verb's own time in the server (its ``Server-Timing``) and what the wire and the codecs add."""
     inside = res["get_context"].get("in_server_ms")
@@ -343,7 +356,8 @@ def _verdict(ok: bool, missed: str) -> str:
 
 
 def _targets(loc: dict[str, Any] | None, scale: dict[str, Any] | None,
-             lme: dict[str, Any] | None = None, server: dict[str, Any] | None = None) -> list[str]:
+             lme: dict[str, Any] | None = None, server: dict[str, Any] | None = None,
+             chat: dict[str, Any] | None = None) -> list[str]:
     rows = []
     if loc and "defaults_all10" in loc:
         lift = loc["defaults_all10"] - loc["bm25_all10"]
@@ -382,6 +396,10 @@ def _targets(loc: dict[str, Any] | None, scale: dict[str, Any] | None,
                                   f"over by {ku['stale_only'] - b['stale_only']:.3f}")])
     if scale:
         rows += _scale_targets(scale["rows"])
+    if chat:
+        rows.append([f"chat corpus (≥ 60 cases of our own): ≥ {TARGET_CHAT:.0%} of the checks hold",
+                     f"{chat['held']}/{chat['checks']} ({chat['share']:.1%}) in {chat['cases']} cases",
+                     _verdict(chat["cases"] >= 60 and chat["share"] >= TARGET_CHAT, "missed")])
     if server and "target" in server:
         t, r = server["target"], server["get_context"]
         rows.append([f"`get_context` through the server: overhead p50 ≤ {t['overhead_p50_ms']:g} ms over in process "
@@ -453,6 +471,9 @@ def render(results_dir: Path = RESULTS_DIR, notes: str = "") -> str:
              ""]
     body: list[str] = []
     loc_target = scale_target = lme_target = None
+    chat = _load(results_dir, "chat")
+    if chat:
+        body += _chat(chat)
     if loc:
         part, loc_target = _locomo(loc)
         body += part
@@ -467,7 +488,7 @@ def render(results_dir: Path = RESULTS_DIR, notes: str = "") -> str:
     server = _load(results_dir, "server")
     if server:
         body += _server(server)
-    lines += _targets(loc_target, scale_target, lme_target, server)
+    lines += _targets(loc_target, scale_target, lme_target, server, chat)
     if notes:
         lines += [notes, ""]
     return "\n".join(lines + body).rstrip() + "\n"
