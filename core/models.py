@@ -246,6 +246,15 @@ class Fact:
         """True while the fact is neither closed nor superseded."""
         return self.valid_until is None and self.superseded_by is None
 
+    @property
+    def taken_back(self) -> bool:
+        """True for a fact its speaker corrected ("I meant Victoria, not Vancouver"): it never held.
+
+        Kept in history with ``valid_until == valid_from``, and ``superseded_by`` the
+        corrected fact when there is one.
+        """
+        return self.valid_until is not None and self.valid_until == self.valid_from
+
     def valid_at(self, when: datetime) -> bool:
         """Whether the fact held at ``when`` (valid_from <= when < valid_until)."""
         when = to_utc(when, "as_of")

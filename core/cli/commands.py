@@ -156,7 +156,8 @@ def cmd_history(args: argparse.Namespace) -> int:
         facts = memory.entity_history(args.entity, user_id=user_of(args))
     emit(args, [fact_to_dict(f) for f in facts], lambda: "\n".join(
         f"{_day(f.valid_from)} .. {_day(f.valid_until):10}  {f.content}"
-        + ("  (superseded)" if f.superseded_by else "") for f in facts) or f"no facts about {args.entity}")
+        + ("  (taken back: a correction)" if f.taken_back else "  (superseded)" if f.superseded_by else "")
+        for f in facts) or f"no facts about {args.entity}")
     return 0
 
 

@@ -53,7 +53,7 @@ from .base import ExtractedCorrection, ExtractedEntity, ExtractedFact, Extractio
 from .extractive import predicate_phrase, speaker_of, split_sentences, summarize_messages
 from .lexicon import CONDITIONAL_WORDS, FILLER_WORDS, GROUPS, NAME, NOT_NAMES, NUMBER_WORDS, PETS, RELATIONS, WORD_RE
 from .patterns import RULES, Rule, agrees
-from .talk import corrections, is_echo, is_reaction, is_small_talk, same_kind_values
+from .talk import corrections, is_echo, is_reaction, is_small_talk, same_kind_values, without_context_block
 from .timeparse import TimeMention, duration_start, find_times
 
 __all__ = ["RuleExtractor", "is_informative"]
@@ -192,6 +192,7 @@ class RuleExtractor:
             text = message.content
             if said.assistant:
                 said = replace(said, heard=frozenset(words))
+                text = without_context_block(text)
             else:
                 text, pending = _self_corrected(text)
                 fixes += _corrections(message, said, heard, pending)

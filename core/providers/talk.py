@@ -43,7 +43,8 @@ from dataclasses import dataclass
 
 from .lexicon import PETS, PROFESSIONS
 
-__all__ = ["Cue", "corrections", "is_echo", "is_reaction", "is_small_talk", "kind_of", "same_kind_values"]
+__all__ = ["Cue", "corrections", "is_echo", "is_reaction", "is_small_talk", "kind_of", "same_kind_values",
+           "without_context_block"]
 
 # --- 1. small talk -------------------------------------------------------------------
 
@@ -103,7 +104,8 @@ _ADVICE = re.compile(r"\b(?:should|could|might|may|can|would|try|consider|recomm
                      r"want\s+to|need\s+to|if\s+you)\b", re.IGNORECASE)
 _TAG_QUESTION = re.compile(r",\s*(?:right|correct|yes|no|isn't\s+it|aren't\s+you|don't\s+you)\s*\?$", re.IGNORECASE)
 _CONTEXT_LINE = re.compile(r"^\s*(?:FACTS\s*\(|ENTITIES:|-\s.*\((?:valid\s+from|since|until)\b|"
-                           r"\((?:valid\s+from|since|until)\s+\d{4}-\d\d-\d\d)", re.IGNORECASE)
+                           r"\((?:valid\s+from|since|until)\s+\d{4}-\d\d-\d\d|-\s[^()\n]{1,80}\s\([a-z_ ]{2,20}\):)",
+                           re.IGNORECASE)
 #: A list item's mark ("- ", "* ", "• ", "1. "): a pasted context block's lines start with one.
 _BULLET = re.compile(r"^(?:[-*•·]|\d{1,2}[.)])\s+")
 
@@ -140,6 +142,36 @@ def is_echo(sentence: str, users: frozenset[str] = frozenset()) -> bool:
 _FUNCTION = frozenset("""a an the and or but so then of in on at to for with from by about it's it is are was were be
     that this these those what which who there here just really very quite such some any your you my our their his
     her its not no as too also""".split())
+
+
+_BLOCK_HEAD = re.compile(r"^\s*(?:FACTS\s*\(what\s+is\s+true|ENTITIES:)", re.IGNORECASE | re.MULTILINE)
+_BLOCK_LINE = re.compile(r"^\s*(?:[-*•]\s|\(valid\s+from|$)")
+
+
+def without_context_block(text: str) -> str:
+    r"""An assistant's message without a pasted context block (its header and the list under it).
+
+    A reply that quotes what ``context_block`` gave it ("FACTS (what is true now…" and
+    its "- …" lines, "ENTITIES:" and its lines) tells nothing new: those lines are left
+    out, the rest of the reply is read as usual.
+
+    Example:
+        >>> without_context_block("Sure.\nFACTS (what is true now; dates say since when):\n- Maya lives in Oslo.")
+        'Sure.'
+
+    """
+    if not _BLOCK_HEAD.search(text):
+        return text
+    kept, inside = [], False
+    for line in text.splitlines():
+        if _BLOCK_HEAD.match(line):
+            inside = True
+        elif inside and _BLOCK_LINE.match(line):
+            continue
+        else:
+            inside = False
+            kept.append(line)
+    return "\n".join(kept).strip()
 
 
 def is_reaction(sentence: str, heard: frozenset[str] = frozenset()) -> bool:
@@ -250,9 +282,9 @@ def corrections(sentence: str) -> list[Cue]:
 
     Example:
         >>> corrections("Sorry, I meant Victoria, not Vancouver.")
-        [Cue(right='Victoria', wrong='Vancouver', about=None)]
+        [Cue(right='Victoria', wrong='Vancouver', about=None, rest=None)]
         >>> corrections("Biscuit is actually a cat.")
-        [Cue(right='cat', wrong=None, about='Biscuit')]
+        [Cue(right='cat', wrong=None, about='Biscuit', rest=None)]
 
     """
     text = sentence.strip().replace("’", "'")

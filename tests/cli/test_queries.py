@@ -47,6 +47,18 @@ def test_history_text_marks_superseded_facts(cli, alice_data):
     assert "2024-02-01 .. now         Alice lives in Berlin." in out
 
 
+def test_history_text_says_a_corrected_fact_was_taken_back(cli, alice_data, open_memory):
+    from zep_core import Message
+
+    memory = open_memory(alice_data)
+    memory.conversation_end("s3", [Message("I have a cat called Tom.", name="Alice", id="c1"),
+                                   Message("Sorry, I meant Tim, not Tom.", name="Alice", id="c2")], user_id="alice")
+    memory.close()
+    out = cli("history", "Alice", "--data", alice_data, "--user", "alice").out
+    assert "Alice: I have a cat called Tom.  (taken back: a correction)" in out
+    assert "Alice: I have a cat called Tim." in out.replace("  (superseded)", "")
+
+
 def test_related_lists_the_graph_neighbours(cli, alice_data, open_memory):
     result = cli("related", "Alice", "--data", alice_data, "--user", "alice", "--json")
     names = [e["name"] for e in json.loads(result.out)]

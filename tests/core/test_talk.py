@@ -195,3 +195,16 @@ def test_a_left_out_subject_is_read_again():
 @pytest.mark.parametrize("sentence", ["Sorry, I'm not sure.", "I meant to call you yesterday."])
 def test_marker_words_that_correct_nothing(sentence):
     assert corrections(sentence) == []
+
+
+def test_a_pasted_context_block_stores_nothing(memory):
+    memory.conversation_end("s", [Message("I live in Madrid and I work at Acme.", name="Maya")], user_id="maya")
+    memory.refresh_entities(user_id="maya")
+    real = memory.context_block("Tell me about Maya", user_id="maya")
+    assert "FACTS (" in real and "- Maya lives in Madrid." in real
+    assert extract(("a", real)).facts == ()
+    block = ("Here is what I know:\nFACTS (what is true now; dates say since when):\n"
+             "- Maya lives in Madrid. (valid from 2026-03-02)\n- Maya works at Acme. (valid from 2026-03-02)\n"
+             "ENTITIES:\n- Acme (organization): Acme employs Maya.\n- Maya (person): Maya lives in Madrid.")
+    found = extract(("u", "What do you know about me?"), ("a", block))
+    assert found.facts == ()
