@@ -590,6 +590,10 @@ class Ingestor:
             restated=sorted({(f.predicate, f.object) for f in proposals}), ids=sorted(contradicted))
         known = {f.id for f in current}
         current = [*current, *(f for f in also if f.id not in known)]
+        if said_at:  # when the stored rivals were told: a later word may replace a present-tense one
+            rivals = [f for f in current
+                      if normalize_name(f.predicate) in single or counted_thing(normalize_name(f.object))]
+            said_at = {**self.records.told_at(user, rivals), **said_at}
         read: set[str] = set()
         while True:
             plan = plan_updates(current, proposals, single_valued=single, contradicted=contradicted,

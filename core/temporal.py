@@ -325,15 +325,20 @@ def plan_corrections(facts: Iterable[Fact], corrections: Sequence[Correction]) -
 VAGUE_DATE = timedelta(days=31)
 
 
-def _told_after(new: Fact, told: datetime | None, old: Fact) -> bool:
+def _told_after(new: Fact, told: datetime | None, old: Fact, old_told: datetime | None) -> bool:
     """Whether ``new`` is a later word on ``old`` though dated a little before it.
 
     "I moved to Berlin last week", told a week after "I live in Paris": the move is
     dated at the start of last week, before Paris was said, but it was told after, and
-    a relative date is vague. Within :data:`VAGUE_DATE` the later-told fact holds now;
-    a change dated further back ("when I moved to Berlin in 2010") is history, not news.
+    a relative date is vague. When ``old`` is a present-tense statement (dated when it
+    was told, ``old_told``: it says what held then, not since when) and ``new`` was told
+    later and is dated within :data:`VAGUE_DATE` before it, the later word holds now. A
+    change dated further back ("when I moved to Berlin in 2010") is history, not news,
+    and a fact with a date of its own ("since 2019") keeps the spec's order by date.
     """
-    return told is not None and told > old.valid_from and new.valid_from >= old.valid_from - VAGUE_DATE
+    return (told is not None and old_told is not None and told > old.valid_from
+            and abs(old.valid_from - old_told) < timedelta(seconds=1)
+            and new.valid_from >= old.valid_from - VAGUE_DATE)
 
 
 @dataclass(frozen=True)
@@ -397,9 +402,10 @@ def plan_updates(
             ("From what I remember, you live in Paris"): stored when they conflict with
             nothing, discarded when they restate or contradict a current fact. The
             assistant's words never retire what a person said.
-        said_at: when each proposed fact was told (its message's time). A fact told
-            after a current rival began supersedes it even when it is dated earlier
-            ("I moved to Berlin last week", a week after "I live in Paris").
+        said_at: when each fact, proposed or stored, was told (its first message's
+            time). A fact told after a present-tense rival was told supersedes it even
+            when it is dated a little earlier ("I moved to Berlin last week", a week after
+            "I live in Paris"; :func:`_told_after`).
         now: the ingest time, recorded as ``expired_at`` of superseded facts.
 
     """
@@ -448,7 +454,7 @@ def plan_updates(
                   if conflicts(old, new, single_valued=single_valued, contradicted=contradicted)]
         told = said_at.get(new.id)
         blocker = next((old for old in rivals if not new.valid_from > old.valid_from
-                        and not _told_after(new, told, old)), None)
+                        and not _told_after(new, told, old, said_at.get(old.id))), None)
         if blocker is not None:
             discarded.append(Discarded(
                 new,

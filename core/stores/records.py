@@ -543,6 +543,28 @@ class RecordStore:
         rows = self._rows(" UNION ALL ".join(q for q, _ in parts), [p for _, ps in parts for p in ps])
         return [fact_from_row(r) for r in sorted({r[0]: r for r in rows}.values(), key=_storage_order)]
 
+    def told_at(self, user_id: str, facts: Iterable[Fact]) -> dict[str, datetime]:
+        """When each fact's first source message was said: its timestamp, else its episode's time.
+
+        The update rules compare it with a fact's ``valid_from``: a present-tense
+        statement ("I live in Paris") is dated when it was told.
+        """
+        wanted = {(f.episode_id, f.source_message_ids[0]): f.id for f in facts
+                  if f.episode_id and f.source_message_ids}
+        if not wanted:
+            return {}
+        episodes = sorted({e for e, _ in wanted})
+        rows = self._rows(
+            "SELECT m.episode_id, m.message_id, coalesce(m.timestamp, e.created_at) FROM messages m "
+            f"JOIN episodes e ON e.id = m.episode_id WHERE m.episode_id IN ({','.join('?' * len(episodes))}) "
+            "AND m.user_id = ?", [*episodes, user_id])
+        out: dict[str, datetime] = {}
+        for episode_id, message_id, when in rows:
+            fid = wanted.get((episode_id, message_id))
+            if fid is not None and fid not in out and when:
+                out[fid] = parse_time(when)
+        return out
+
     def facts_from_messages(self, user_id: str, subject_ids: Sequence[str], message_ids: Collection[str], *,
                             exclude: Collection[str] = ()) -> list[Fact]:
         """The current facts of these subjects drawn from any of ``message_ids`` (``exclude`` left out).

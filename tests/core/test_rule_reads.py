@@ -35,8 +35,10 @@ def _compared(memory):
     def checking(user, subjects, proposals, contradicted, now, **corrections):
         got = plan(user, subjects, proposals, contradicted, now, **corrections)
         everything = records.current_facts_about(user, subjects, limit=1_000_000)
+        said_at = {**records.told_at(user, everything), **(corrections.get("said_at") or {})}
         want = plan_updates(everything, proposals, single_valued=memory.config.single_valued_predicates,
-                            contradicted=contradicted, taken_back=corrections.get("taken_back"), now=now)
+                            contradicted=contradicted, taken_back=corrections.get("taken_back"),
+                            hearsay=corrections.get("hearsay", ()), said_at=said_at, now=now)
         assert _summary(got) == _summary(want), [f.content for f in proposals]
         checked.append(bool(want.superseded))
         return got

@@ -131,3 +131,27 @@ def test_invalid_extractor_output_is_dropped_and_reported(mem, scripted):
     assert len(result.invalid) == 3
     assert any("valid_until" in r for r in result.invalid)
     assert any("confidence" in r for r in result.invalid)
+
+
+@pytest.mark.parametrize("later", ["I moved to Berlin last week.", "I moved to Berlin a few days ago.",
+                                   "Since last Monday I live in Berlin."])
+def test_a_change_told_later_but_dated_a_little_earlier_still_supersedes(make_memory, later):
+    memory = make_memory()
+    said_paris = datetime(2026, 3, 4, 9, tzinfo=UTC)  # a Wednesday
+    memory.conversation_end("s1", [Message("I live in Paris.", name="Alice", timestamp=said_paris)], user_id="u")
+    told = datetime(2026, 3, 9, 9, tzinfo=UTC)
+    result = memory.conversation_end("s2", [Message(later, name="Alice", timestamp=told)], user_id="u")
+    (paris,) = [f for f in result.superseded if f.object == "Paris"]
+    assert paris.valid_until > paris.valid_from  # it held until the move was told, not "taken back"
+    now = {f.object for f in memory.entity_history("Alice", user_id="u") if f.is_current and f.predicate == "lives_in"}
+    assert now == {"Berlin"}
+
+
+def test_a_change_dated_long_before_a_present_tense_fact_is_history(make_memory):
+    memory = make_memory()
+    memory.conversation_end("s1", [Message("I live in Paris.", name="Alice",
+                                           timestamp=datetime(2026, 3, 4, 9, tzinfo=UTC))], user_id="u")
+    memory.conversation_end("s2", [Message("I moved to Berlin in 2010.", name="Alice",
+                                           timestamp=datetime(2026, 3, 9, 9, tzinfo=UTC))], user_id="u")
+    now = {f.object for f in memory.entity_history("Alice", user_id="u") if f.is_current and f.predicate == "lives_in"}
+    assert now == {"Paris"}
