@@ -25,6 +25,17 @@ newer one changes it). Heuristic, without an LLM:
 
 The knowledge-update figures are given at k=10 and at k=5, for zep and BM25 alike.
 
+Long history (``--long-per-type N``; the full run takes 4 questions of each type, ~8 minutes):
+the oracle keeps only a question's evidence sessions; a real user's memory holds
+many more. Each question of the sample gets its evidence sessions plus
+:data:`LONG_DISTRACTORS` sessions of *other* questions of the dev half, drawn with a
+fixed seed, re-dated into the question's own date range (widened to
+:data:`LONG_SPAN` before its last session when narrower) and interleaved by date —
+about 42 sessions per user, as in LongMemEval-S. Their turns carry no evidence. The
+same questions are scored on the oracle and on the long history, zep beside BM25 and
+dense retrieval over the same turns, so the drop from one to the other is measured in
+one run; ingest time per turn is reported beside the embedder's own time per turn.
+
 Run: ``python -m bench.longmemeval --data PATH [--quick]``.
 """
 
@@ -48,9 +59,14 @@ from .common import LONGMEMEVAL_DEV, TOKEN_METHOD, Progress, load_average, perce
 from .locomo import VARIANTS, Variant, _settings
 from .recall import Tally
 
-__all__ = ["Item", "answer_terms", "load", "run"]
+__all__ = ["Item", "answer_terms", "load", "long_history", "run"]
 
 KS = (5, 10)
+LONG_DISTRACTORS = 40
+LONG_SEED = 31
+LONG_SPAN = timedelta(days=120)
+LONG_PER_TYPE = 4
+QUICK_LONG_PER_TYPE = 2
 ALL = "all"
 QUICK_PER_TYPE = 8
 _STOP = frozenset(
@@ -119,6 +135,39 @@ def load(path: str | Path, *, per_type: int | None = None) -> list[Item]:
         sessions.sort(key=lambda s: s[1])
         out.append(Item(q["question_id"], q["question_type"], q["question"], str(q["answer"]), sessions))
         taken[q["question_type"]] += 1
+    return out
+
+
+def long_history(items: Sequence[Item], pool: Sequence[Item], *, distractors: int = LONG_DISTRACTORS,
+                 seed: int = LONG_SEED) -> list[Item]:
+    """Each of ``items`` with ``distractors`` sessions of other questions of ``pool`` mixed in.
+
+    The drawn sessions are re-dated, uniformly at random, into the question's date range
+    (its first to its last session, widened to :data:`LONG_SPAN` before the last when
+    narrower), lose their evidence marks, and are interleaved with the question's own
+    sessions by date. Session and turn ids stay unique within a user. Deterministic for a
+    given ``seed``.
+    """
+    import random
+
+    rng = random.Random(seed)
+    sessions = [(it.id, sid, turns) for it in pool for sid, _, turns in it.sessions]
+    out = []
+    for it in items:
+        own = {sid for sid, _, _ in it.sessions}
+        others = [(q, sid, turns) for q, sid, turns in sessions if q != it.id and sid not in own]
+        picked = rng.sample(others, min(distractors, len(others)))
+        last = it.sessions[-1][1]
+        first = min(it.sessions[0][1], last - LONG_SPAN)
+        span = (last - first).total_seconds()
+        mixed = list(it.sessions)
+        for n, (_, sid, turns) in enumerate(picked):
+            when = first + timedelta(seconds=rng.uniform(0, span))
+            new_sid = f"x{n}-{sid}"
+            mixed.append((new_sid, when, [Turn(f"{new_sid}:{i}", t.role, t.content, when + timedelta(seconds=i),
+                                               False, new_sid) for i, t in enumerate(turns)]))
+        mixed.sort(key=lambda s: s[1])
+        out.append(Item(it.id, it.type, it.question, it.answer, mixed))
     return out
 
 
@@ -248,9 +297,72 @@ def _evaluate_baselines(items: Sequence[Item], embedder: Any) -> dict[str, Any]:
                    "knowledge_update_k5": _ku_summary(ku5[name])} for name, t in tallies.items()}
 
 
+def _sample(items: Sequence[Item], per_type: int) -> list[Item]:
+    taken: dict[str, int] = defaultdict(int)
+    out = []
+    for it in items:
+        if it.evidence and taken[it.type] < per_type:
+            out.append(it)
+            taken[it.type] += 1
+    return out
+
+
+def _ingest_bulk(memory: Any, items: Sequence[Item]) -> int:
+    """Every session of ``items`` through ``conversation_end_many`` (the bulk import); returns facts added."""
+    from zep_core import Message
+
+    episodes = [{"session_id": sid, "user_id": it.id, "episode_id": f"{it.id}:{sid}",
+                 "messages": [Message(content=t.content, role=t.role, id=t.id, timestamp=t.timestamp) for t in turns]}
+                for it in items for sid, _, turns in it.sessions]
+    results = memory.conversation_end_many(episodes)
+    failed = [r for r in results if r.status != "done"]
+    if failed:
+        raise RuntimeError(f"{len(failed)} episodes ended {failed[0].status}: {failed[0].error}")
+    return sum(len(r.added) for r in results)
+
+
+def run_long(path: str | Path, *, per_type: int, embedder: Any, root: Path, progress: Progress) -> dict[str, Any]:
+    """The same questions on the oracle and on a long history (:func:`long_history`), with the baselines."""
+    from zep_core import Memory, MemoryConfig
+
+    pool = load(path)
+    sample = _sample(pool, per_type)
+    settings = {"oracle": sample, "long": long_history(sample, pool)}
+    out: dict[str, Any] = {"questions": len(sample), "distractors": LONG_DISTRACTORS, "seed": LONG_SEED}
+    for name, items in settings.items():
+        turns = [t for it in items for t in it.turns]
+        systems = dict(_evaluate_baselines(items, embedder))
+        t0, c0 = time.perf_counter(), time.process_time()
+        embedder.embed([t.content for t in turns])
+        embed_wall, embed_cpu = time.perf_counter() - t0, time.process_time() - c0
+        with Memory(MemoryConfig(data_dir=root / f"long-{name}", embedder=embedder)) as memory:
+            t0, c0 = time.perf_counter(), time.process_time()
+            facts = _ingest_bulk(memory, items)
+            memory.flush()
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            res = _evaluate_zep(memory, items, Variant("defaults"))
+        systems["zep: defaults"] = res
+        words = [sum(len(t.content.split()) for t in it.turns) for it in items]
+        out[name] = {
+            "sessions_per_user": round(sum(len(it.sessions) for it in items) / len(items), 1),
+            "words_per_user": round(sum(words) / len(words)), "turns": len(turns), "facts": facts,
+            "ingest_ms_per_turn": round(wall * 1000 / len(turns), 2),
+            "ingest_cpu_ms_per_turn": round(cpu * 1000 / len(turns), 2),
+            "embed_ms_per_turn": round(embed_wall * 1000 / len(turns), 2),
+            "embed_cpu_ms_per_turn": round(embed_cpu * 1000 / len(turns), 2),
+            "systems": systems}
+        bm25 = systems["bm25-turns"]["recall"]
+        progress(f"{name}: {len(items)} users, {out[name]['sessions_per_user']} sessions and "
+                 f"{out[name]['words_per_user']} words each; ingest {out[name]['ingest_ms_per_turn']} ms/turn "
+                 f"(embedder alone {out[name]['embed_ms_per_turn']}); all@10 zep "
+                 f"{res['recall']['k10'][ALL]['all']}, bm25 {bm25['k10'][ALL]['all']}; "
+                 f"all@5 zep {res['recall']['k5'][ALL]['all']}, bm25 {bm25['k5'][ALL]['all']}")
+    return out
+
+
 def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
         assistant_speakers: Sequence[str | None] | None = None, variants: Sequence[Variant] = LME_VARIANTS,
-        data_dir: str | Path | None = None, progress: Progress | None = None,
+        data_dir: str | Path | None = None, progress: Progress | None = None, long_per_type: int | None = None,
         out_dir: Path | None = None, save: bool = True) -> dict[str, Any]:
     """Run the LongMemEval benchmark and return (and write) its results.
 
@@ -265,6 +377,8 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
         variants: zep-memory scoring variants, evaluated on the same data.
         data_dir: where the memories are built (default: a temporary folder, removed after).
         progress: progress printer.
+        long_per_type: questions per type scored on the oracle and on a long history
+            (:func:`run_long`); default 4 full, 2 quick, 0 for none.
         out_dir: results folder (default ``bench/results``).
         save: write ``longmemeval.json``.
     """
@@ -307,13 +421,18 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
                         res["settings"] = _settings(memory.config, v)
                         systems[f"{label}: {v.name}"] = res
                         progress(f"{label}: {v.name}: all@10 {res['recall']['k10'][ALL]['all']}")
+        if long_per_type is None:
+            long_per_type = QUICK_LONG_PER_TYPE if quick else LONG_PER_TYPE
+        long = run_long(path, per_type=long_per_type, embedder=embedder, root=root,
+                        progress=progress) if long_per_type else None
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     result = {
         "dataset": str(path), "mode": "quick" if quick else "full", "questions": len(items),
         "scored_questions": len(scored), "token_method": TOKEN_METHOD, "ingest": ingests,
-        "systems": systems, "load_average_at_start": load_at_start, "seconds": round(progress.elapsed, 1),
+        "systems": systems, "long_history": long, "load_average_at_start": load_at_start,
+        "seconds": round(progress.elapsed, 1),
     }
     if save:
         result["path"] = str(write_result("longmemeval", result, out_dir))
@@ -336,15 +455,36 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--data", default=str(LONGMEMEVAL_DEV))
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_PER_TYPE} questions of each type")
     parser.add_argument("--per-type", type=int)
+    parser.add_argument("--long-per-type", type=int,
+                        help=f"questions per type on the long history (default {LONG_PER_TYPE}, quick "
+                             f"{QUICK_LONG_PER_TYPE}; 0: none)")
     parser.add_argument("--out", type=Path, help="results folder (default: bench/results)")
     args = parser.parse_args(argv)
-    result = run(args.data, quick=args.quick, per_type=args.per_type, out_dir=args.out)
+    result = run(args.data, quick=args.quick, per_type=args.per_type, out_dir=args.out,
+                 long_per_type=args.long_per_type)
     print(format_table(result, 10))
     print(format_table(result, 5))
     for name, s in result["systems"].items():
         print(f"knowledge updates {name}: k10", json.dumps(s["knowledge_update"]),
               "k5", json.dumps(s.get("knowledge_update_k5")))
+    if result.get("long_history"):
+        print(format_long(result["long_history"]))
     return result
+
+
+def format_long(long: dict[str, Any]) -> str:
+    """Oracle against long history, per system: all-evidence recall at 10 and 5, by type."""
+    lines = [f"oracle vs long history ({long['questions']} questions, {long['long']['sessions_per_user']} sessions "
+             f"per user on the long history)"]
+    for k in ("k10", "k5"):
+        types = sorted(set(long["oracle"]["systems"]["zep: defaults"]["recall"][k]) - {ALL}) + [ALL]
+        lines.append(f"all-evidence recall@{k[1:]}".ljust(32) + "".join(f"{t[-9:]:>10}" for t in types))
+        for setting in ("oracle", "long"):
+            for name, res in long[setting]["systems"].items():
+                row = res["recall"][k]
+                lines.append(f"  {setting:<8}{name:<22}" + "".join(f"{row[t]['all']:>10.3f}" for t in types)
+                             + f"  tokens {row[ALL]['tokens']:.0f}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

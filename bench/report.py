@@ -174,6 +174,8 @@ def _longmemeval(res: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
         "memory should hand the LLM. *Stale only* — superseded cited and newest not: the failure to avoid. "
         "*Newest first* — the first item citing the newest turn ranks above any citing an older one. The "
         "last four are computed over questions whose evidence spans two sessions.", ""]
+    if res.get("long_history"):
+        lines += _long_history(res["long_history"])
     target: dict[str, Any] = {}
     if "bm25-turns" in systems and "zep: defaults" in systems:
         b, d = systems["bm25-turns"], systems["zep: defaults"]
@@ -182,6 +184,33 @@ def _longmemeval(res: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
                   "ssa10": d["recall"]["k10"].get("single-session-assistant", {}).get("all"),
                   "bm25_ku5": b.get("knowledge_update_k5") or {}, "ku5": d.get("knowledge_update_k5") or {}}
     return lines, target
+
+
+def _long_history(long: dict[str, Any]) -> list[str]:
+    """The same questions on the oracle and on a LongMemEval-S-sized history (``bench.longmemeval.run_long``)."""
+    o, g = long["oracle"], long["long"]
+    lines = ["### Oracle against a long history", "",
+             f"{long['questions']} questions (the first few of each type), each scored on its oracle sessions and on a "
+             f"long history: its sessions plus {long['distractors']} sessions of other questions, re-dated into its "
+             f"date range and interleaved (seed {long['seed']}): {g['sessions_per_user']} sessions and "
+             f"{g['words_per_user']:,} words per user. Bulk ingest of the long histories: "
+             f"{g['ingest_ms_per_turn']} ms per turn ({g['ingest_cpu_ms_per_turn']} ms CPU); the embedder alone on "
+             f"the same turns: {g['embed_ms_per_turn']} ms ({g['embed_cpu_ms_per_turn']} ms CPU).", ""]
+    types = sorted(set(o["systems"]["zep: defaults"]["recall"]["k10"]) - {"all"})
+    for k in ("k10", "k5"):
+        rows = []
+        for setting, data in (("oracle", o), ("long", g)):
+            for name, r in data["systems"].items():
+                row = r["recall"][k]
+                rows.append([setting, f"`{name}`"] + [row.get(t, {}).get("all") for t in types]
+                            + [row["all"]["all"], _n(row["all"]["tokens"])])
+        lines += [f"**All answer turns in the top {k[1:]}:**", "",
+                  *_table(["history", "system", *types, "**all**", "tokens"], rows)]
+    drop = {n: o["systems"][n]["recall"]["k10"]["all"]["all"] - g["systems"][n]["recall"]["k10"]["all"]["all"]
+            for n in g["systems"]}
+    lines += ["Drop from oracle to long history, all@10: " + ", ".join(f"{n} {d:+.3f}" for n, d in drop.items())
+              + ".", ""]
+    return lines
 
 
 # -- scale ----------------------------------------------------------------------------
