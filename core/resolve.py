@@ -13,7 +13,7 @@ import re
 from .temporal import normalize_name
 
 __all__ = ["FIRST_PERSON", "canonical_predicate", "entity_id", "input_aliases", "is_first_person",
-           "mentions_first_person", "mentions_second_person", "speaker_of"]
+           "asks_what_the_assistant_said", "mentions_first_person", "mentions_second_person", "speaker_of"]
 
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "i'm", "im"})
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
@@ -49,6 +49,34 @@ def mentions_first_person(text: str) -> bool:
 
 
 SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "you're", "you've", "you'd", "you'll"})
+
+
+_ASKS_WHAT_YOU_SAID = re.compile(
+    r"\b(?:did|have)\s+you\s+(?:\w+\s+){0,2}?(?:recommend|suggest|say|tell|mention|give|list|share|propose|advise|"
+    r"call|name|provide|write|send|show|offer|pick|choose|describe|explain|make|create)\b|"
+    r"\byou(?:'ve|\s+have)?\s+(?:\w+\s+){0,2}?(?:recommended|suggested|said|told|mentioned|gave|given|listed|"
+    r"shared|proposed|advised|provided|wrote|written|sent|showed|offered|picked|chose|described|explained|made|"
+    r"created)\b|\byou\s+remember(?:ed)?\b|\bremind\s+me\b|"
+    r"\b(?:our|the)\s+(?:previous|last|earlier|other)\s+(?:conversation|chat|talk|discussion)\b|"
+    r"\bwe\s+(?:talked|discussed|decided|chatted|spoke|went\s+over)\b",
+    re.IGNORECASE)
+
+
+def asks_what_the_assistant_said(text: str) -> bool:
+    """Whether ``text`` asks about the assistant's own words ("What did you recommend?", "you told me…").
+
+    Past words of the assistant ("did you", "you suggested"), or a look back at a
+    conversation ("remind me", "our previous chat", "we talked about"): the answer is
+    likely in the assistant's turns. A request ("Can you suggest…?") is not.
+
+    Example:
+        >>> asks_what_the_assistant_said("Can you remind me what you suggested for Rome?")
+        True
+        >>> asks_what_the_assistant_said("Where do I live?"), asks_what_the_assistant_said("Can you suggest a book?")
+        (False, False)
+
+    """
+    return _ASKS_WHAT_YOU_SAID.search(text) is not None
 
 
 def mentions_second_person(text: str) -> bool:

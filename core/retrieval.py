@@ -41,7 +41,7 @@ from .config import MemoryConfig, ScoringSettings
 from .errors import NotFoundError, ValidationError
 from .models import Entity, Fact, to_utc
 from .providers.base import Embedder
-from .resolve import input_aliases, mentions_first_person, mentions_second_person
+from .resolve import asks_what_the_assistant_said, input_aliases, mentions_first_person, mentions_second_person
 from .stores.base import GraphIndex, VectorIndex
 from .stores.records import RecordStore, iso
 from .stores.schema import fact_from_row
@@ -288,16 +288,18 @@ class Retriever:
         # The query is embedded in another thread while this one reads what needs only the words:
         # the lexical ranking and the entities the text names (SQLite, like onnxruntime or an
         # embedding API, leaves the interpreter lock free while it works).
+        about_assistant = bool(self._assistant) and asks_what_the_assistant_said(query.text)
+        voice = self._assistant if about_assistant else query.asker  # whose words the answer is in
         embedding = _query_thread().submit(self.embedder.embed_query,
-                                           f"{query.asker}: {query.text}" if query.asker else query.text)
+                                           f"{voice}: {query.text}" if voice else query.text)
         words = (self.records.lexical_ranking(user, query.text, limit=scoring.lexical_candidates, as_of=as_of,
                                               context_weight=scoring.lexical_context_weight)
                  if scoring.lexical_weight else [])  # (rowid, BM25) of valid facts: their ids come with their rows
         whole_graph = scoring.graph_mode == "candidates" or scoring.require_both  # else the graph only ranks
         frontiers: list[set[str]] = []
-        asker_id = None
+        asker_ids: set[str] = set()
         if scoring.graph_hops and (scoring.graph_weight or scoring.require_both):
-            frontiers, asker_id = self._frontiers(query, as_of)
+            frontiers, asker_ids = self._frontiers(query, as_of, about_assistant)
         vector = embedding.result()
         self._catch_up(user)
         k = max(scoring.semantic_candidates, scoring.context_limit)
@@ -317,7 +319,7 @@ class Retriever:
             if fid in valid:
                 semantic[fid] = float(valid[fid][_VECTOR] @ vector)
         recency = {i: r[_FROM] for i, r in valid.items()}
-        asker = {i for i in graph if asker_id in (valid[i][_SUBJECT_ID], valid[i][_OBJECT_ID])} if asker_id else set()
+        asker = {i for i in graph if {valid[i][_SUBJECT_ID], valid[i][_OBJECT_ID]} & asker_ids}
         ranked = score_candidates({i: s for i, s in semantic.items() if i in valid}, graph, scoring,
                                   lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker,
                                   recency=recency)
@@ -335,20 +337,26 @@ class Retriever:
         entity_ids = [e for f in out for e in (valid[f.id][_SUBJECT_ID], valid[f.id][_OBJECT_ID]) if e]
         return out, list(dict.fromkeys(entity_ids))
 
-    def _frontiers(self, query: ContextQuery, as_of: str | None) -> tuple[list[set[str]], str | None]:
-        """The entities the text names, then those one hop further, … up to ``graph_hops``; and the asker's id.
+    def _frontiers(self, query: ContextQuery, as_of: str | None,
+                   about_assistant: bool = False) -> tuple[list[set[str]], set[str]]:
+        """The entities the text names, then those one hop further, … up to ``graph_hops``; and the askers' ids.
 
         ``frontiers[h]`` holds the entities exactly ``h`` hops from a named one over
-        current (or as-of) facts.
+        current (or as-of) facts. The askers are who "I" is in a first-person text and,
+        for a question about what the assistant said ("What did you recommend?"), the
+        assistant: their facts weigh ``asker_weight``.
         """
         scoring, user = query.scoring, query.user_id
         names = input_aliases(query.text) + ([normalize_name(query.asker)] if query.asker else [])
         if self._assistant and mentions_second_person(query.text):
             names.append(normalize_name(self._assistant))
         found = self.records.entity_ids_for_aliases(user, names)
-        asker_id = found.get(normalize_name(query.asker)) if query.asker else None
+        askers = [query.asker] if query.asker else []
+        if about_assistant and self._assistant:
+            askers.append(self._assistant)
+        asker_ids = {found[n] for n in map(normalize_name, askers) if n in found}
         if scoring.asker_weight == scoring.graph_weight:
-            asker_id = None  # the asker's facts weigh what any named entity's do
+            asker_ids = set()  # the asker's facts weigh what any named entity's do
         frontiers: list[set[str]] = []
         frontier = set(found.values())
         seen = set(frontier)
@@ -359,7 +367,7 @@ class Retriever:
             if hop + 1 < scoring.graph_hops:  # else the next hop adds nothing
                 frontier = self.records.neighbours(user, list(frontier), as_of=as_of) - seen
                 seen |= frontier
-        return frontiers, asker_id
+        return frontiers, asker_ids
 
     @staticmethod
     def _graph_scores(valid: Mapping[str, tuple], frontiers: Sequence[set[str]], scoring: ScoringSettings,
