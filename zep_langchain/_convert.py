@@ -23,6 +23,13 @@ data elsewhere (``additional_kwargs``, ``response_metadata``, ``artifact``) is
 replaced the same way, and ``response_metadata`` larger than a few kilobytes keeps
 only its short scalar entries. An ``artifact`` that is not JSON is kept as a note
 naming its type; other fields that are not JSON are refused with a clear error.
+
+Names: a human message without a ``name`` is stored with the history's ``user_name``
+as its speaker (what extraction reads: "Ada Lovelace lives in London"), and comes back
+without a name, as it was given — a provider such as OpenAI refuses a message name
+with a space. A row stored by another API whose speaker is no valid provider name
+(letters, digits, ``_`` and ``-``) comes back without one too; the speaker stays in the
+stored row (``Memory.get_messages``).
 """
 
 from __future__ import annotations
@@ -74,6 +81,10 @@ _CLASS_OF_KIND: dict[str, type[BaseMessage]] = {kind: cls for cls, _, kind in _C
 _KIND_OF_ROLE = {"user": "human", "assistant": "ai", "system": "system"}
 #: Fields the row itself holds.
 _ROW_FIELDS = frozenset({"type", "content", "name", "id"})
+#: Marks a message stored without a name of its own (the row's name is the speaker, ``user_name``).
+_UNNAMED = "unnamed"
+#: A name OpenAI (and the providers that follow it) accept on a message.
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 _MEDIA_TYPES = {"image": "image", "image_url": "image", "audio": "audio", "input_audio": "audio", "video": "video",
                 "file": "file", "document": "document", "media": "media"}
@@ -146,6 +157,8 @@ def to_core_message(message: BaseMessage, *, user_name: str | None = None, times
             text = text[: max(max_chars - len(_CUT), 0)] + _CUT
     name = message.name or (user_name if kind == "human" else None)
     extra = _extra(message, kind, role, text, index)
+    if message.name is None and name is not None:  # the speaker is the row's; the message itself had no name
+        extra = {**(extra or {"type": kind}), _UNNAMED: True}
     return Message(text, role=role, name=name, id=message.id, timestamp=timestamp,
                    extra={EXTRA_KEY: extra} if extra else None)
 
@@ -177,11 +190,15 @@ def to_langchain_message(message: Message) -> BaseMessage:
     fields: dict[str, Any] = {"content": message.content, "name": message.name, "id": message.id}
     extra = (message.extra or {}).get(EXTRA_KEY)
     if isinstance(extra, Mapping) and extra.get("type") in _CLASS_OF_KIND:
-        data = {k: v for k, v in extra.items() if k != "type"}
+        if extra.get(_UNNAMED):
+            fields["name"] = None  # given without a name: the speaker stays in the row, not in the message
+        data = {k: v for k, v in extra.items() if k not in ("type", _UNNAMED)}
         try:
             return _CLASS_OF_KIND[extra["type"]](**{**fields, **data})
         except (PydanticValidationError, TypeError, ValueError):
             pass
+    if fields["name"] is not None and not _PROVIDER_NAME.fullmatch(fields["name"]):
+        fields["name"] = None  # a speaker such as "Ada Lovelace" is no name a provider accepts
     kind = _KIND_OF_ROLE.get(message.role)
     if kind is None:
         return ChatMessage(role=message.role, **fields)

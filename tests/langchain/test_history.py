@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from zep_core import ValidationError
+from zep_core import Message, ValidationError
 
 from zep_langchain import ZepChatMessageHistory
 
@@ -26,7 +26,18 @@ def test_human_messages_are_stored_with_the_user_name(history, memory):
     history.add_messages([HumanMessage("I live in Paris."), HumanMessage("hi", name="Bob"), AIMessage("Hello")])
     stored = memory.get_messages("s1", user_id="alice")
     assert [(m.role, m.name) for m in stored] == [("user", "Alice"), ("user", "Bob"), ("assistant", None)]
-    assert history.messages[0].name == "Alice"
+    assert [m.name for m in history.messages] == [None, "Bob", None]  # as given: the speaker stays in the row
+
+
+def test_replayed_history_carries_no_name_a_provider_refuses(memory):
+    history = ZepChatMessageHistory(memory, "s9", user_id="ada", user_name="Ada Lovelace")
+    history.add_messages([HumanMessage("I live in London."), AIMessage("Noted.")])
+    memory.add_messages("s9", [Message("I work on engines.", name="Ada Lovelace")], user_id="ada")  # another API
+    replay = history.messages
+    assert [m.name for m in replay] == [None, None, None]
+    assert [m.name for m in memory.get_messages("s9", user_id="ada")] == ["Ada Lovelace", None, "Ada Lovelace"]
+    learned = [f.content for f in history.end_conversation().added]
+    assert "Ada Lovelace lives in London." in learned
 
 
 def test_message_ids_round_trip_and_a_repeated_id_is_stored_once(history):

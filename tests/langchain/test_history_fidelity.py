@@ -102,7 +102,7 @@ def test_an_image_alone_is_kept_but_not_learned_from(history_of, memory):
     history = history_of(memory, user_name="Alice")
     photo = HumanMessage([{"type": "image_url", "image_url": {"url": PHOTO}}])
     history.add_messages([photo, AIMessage("That photo shows a grey cat asleep on a red sofa.")])
-    assert history.messages[0] == HumanMessage(photo.content, name="Alice")
+    assert history.messages[0] == photo  # as given: no name of its own (the speaker stays in the row)
     assert [(m.role, m.content) for m in memory.get_messages("s1", user_id="alice")] == [
         ("tool", "[image_url]"), ("assistant", "That photo shows a grey cat asleep on a red sofa.")]
     learned = [f.content for f in history.end_conversation().added]
