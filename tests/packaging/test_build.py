@@ -24,3 +24,6 @@ def test_wheel_builds_without_setuptools_warnings_and_carries_the_model(tmp_path
     names = set(zipfile.ZipFile(wheel).namelist())
     assert any(n.startswith("zep_core/providers/models/") and n.endswith("/model.onnx") for n in names)
     assert "zep_core/viz/graph.html" in names
+    # typed packages (PEP 561) and the license travel with the wheel
+    assert {"zep_core/py.typed", "zep_langchain/py.typed", "zep_llamaindex/py.typed"} <= names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
