@@ -29,7 +29,8 @@ class ZepRetriever(BaseRetriever):
     Args:
         memory: an open :class:`zep_core.Memory` (or a ``zep_core.server.RemoteMemory``).
         user_id: the tenant whose facts are searched (required).
-        top_k: how many facts (default: the memory's ``context_limit``).
+        top_k: how many facts (default: the memory's ``context_limit``); LlamaIndex's
+            ``similarity_top_k`` is accepted as the same setting.
         user_name: who "I" is in a query (default: the memory's ``default_speaker``).
         as_of: return what was true at that time instead of now.
         callback_manager: LlamaIndex callbacks.
@@ -46,8 +47,14 @@ class ZepRetriever(BaseRetriever):
 
     def __init__(self, memory: Any, user_id: str | None = None, *, top_k: int | None = None,
                  user_name: str | None = None, as_of: datetime | str | None = None,
-                 callback_manager: CallbackManager | None = None, verbose: bool = False, **kwargs: Any) -> None:
+                 callback_manager: CallbackManager | None = None, verbose: bool = False,
+                 similarity_top_k: int | None = None, **kwargs: Any) -> None:
         check_memory(memory)
+        if similarity_top_k is not None:  # LlamaIndex's own name for it (VectorIndexRetriever, as_retriever)
+            if top_k is not None and top_k != similarity_top_k:
+                raise ValidationError(f"top_k={top_k!r} and similarity_top_k={similarity_top_k!r} disagree: "
+                                      "give one of them (they are the same setting)")
+            top_k = similarity_top_k
         if user_id is None:
             raise ValidationError("ZepRetriever needs user_id=: the user whose facts it retrieves (there is no "
                                   "shared default user)")

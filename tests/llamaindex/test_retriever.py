@@ -58,6 +58,13 @@ def test_top_k_caps_the_results_and_users_stay_apart(moved):
     assert "Bob lives in Rome." in bob and not [t for t in bob if "Ada" in t or "Berlin" in t]
 
 
+def test_llamaindexs_similarity_top_k_is_top_k(moved):
+    retriever = ZepRetriever(memory=moved, user_id="ada", similarity_top_k=1)
+    assert retriever.top_k == 1 and len(retriever.retrieve("Where does Ada live?")) == 1
+    with pytest.raises(ValidationError, match="similarity_top_k=2 disagree"):
+        ZepRetriever(memory=moved, user_id="ada", top_k=1, similarity_top_k=2)
+
+
 def test_as_of_returns_what_was_true_then(moved, clock):
     retriever = ZepRetriever(memory=moved, user_id="ada", as_of=clock.now - timedelta(days=10))
 
