@@ -64,7 +64,9 @@ class DataDirLock:
                 os.close(fd)
                 raise StoreLockedError(
                     f"the data folder {self.path.parent} is in use by {holder}; close the Memory "
-                    "there (or stop that process) before opening it here, or use another data folder"
+                    "there (or stop that process) before opening it here, or use another data folder. "
+                    "To share one memory between processes, serve it once (zep-memory serve --data "
+                    f"{self.path.parent}) and connect each process with zep_core.server.RemoteMemory"
                 ) from None
         self._previous = previous = self._read(fd)
         if previous.get("pid") is not None and not previous.get("closed"):

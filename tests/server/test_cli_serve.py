@@ -124,6 +124,7 @@ def test_serve_on_a_folder_another_process_holds_says_so(tmp_path, embedder):
         done = serve_once("--data", str(data))
     assert done.returncode == 2
     assert done.stderr.startswith("error: the data folder") and "is in use by" in done.stderr, done.stderr
+    assert f"zep-memory serve --data {data}" in done.stderr and "RemoteMemory" in done.stderr  # how to share it
     assert "Traceback" not in done.stderr
 
 
