@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 import sys
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -189,16 +189,17 @@ class RuleExtractor:
             if said is None:
                 continue
             speakers.append(said.speaker)
-            text = message.content
+            text, loose = message.content, []
             if said.assistant:
                 said = replace(said, heard=frozenset(words))
                 text = without_context_block(text)
             else:
                 text, pending = _self_corrected(text)
-                fixes += _corrections(message, said, heard, pending)
+                found, loose = _corrections(message, said, heard, pending)
+                fixes += found
                 words.update(w.lower() for w in _QUOTE_WORD.findall(message.content.replace("’", "'")))
             heard.append((message, said))
-            for fact in _message_facts(text, said):
+            for fact in _message_facts(text, said, loose if not said.assistant else ()):
                 _merge(facts, fact)
         summary = summarize_messages(
             [m for m, _ in heard],
@@ -257,7 +258,7 @@ def _self_corrected(text: str) -> tuple[str, list[str]]:
 
 
 def _corrections(message: Message, said: _Said, earlier: Sequence[tuple[Message, _Said]],
-                 sentences: Sequence[str]) -> list[ExtractedCorrection]:
+                 sentences: Sequence[str]) -> tuple[list[ExtractedCorrection], list[str]]:
     """The corrections a user message makes (rule 4 of :mod:`~zep_core.providers.talk`), resolved in the episode.
 
     The corrected message is the latest earlier one of the same speaker that holds the
@@ -268,6 +269,7 @@ def _corrections(message: Message, said: _Said, earlier: Sequence[tuple[Message,
     """
     own = [(m, s) for m, s in earlier if s.speaker == said.speaker and not s.assistant]
     out: list[ExtractedCorrection] = []
+    loose: list[str] = []
     for sentence in sentences:
         for cue in corrections(sentence):
             wrong, target = cue.wrong, None
@@ -286,13 +288,14 @@ def _corrections(message: Message, said: _Said, earlier: Sequence[tuple[Message,
                 if target is not None:
                     break
             if target is None and wrong is None and cue.about is None:
-                continue  # nothing here to correct, and nothing to look for among the stored facts
+                loose.append(sentence)  # nothing here to correct, nothing to look for: read as said
+                continue
             out.append(ExtractedCorrection(
                 speaker=said.speaker, right=cue.right, wrong=wrong, about=None if wrong else cue.about,
                 in_messages=(target.id,) if target is not None and target.id else (), source_message_ids=said.ids))
             if target is not None and wrong is not None:
                 out += _replies_to(target, wrong, earlier, said.ids)
-    return out
+    return out, loose
 
 
 def _replies_to(target: Message, wrong: str, earlier: Sequence[tuple[Message, _Said]],
@@ -331,13 +334,14 @@ def _merge(facts: dict[tuple[str, str, str], ExtractedFact], fact: ExtractedFact
                          covered=seen.covered and fact.covered)
 
 
-def _message_facts(text: str, said: _Said) -> Iterator[ExtractedFact]:
+def _message_facts(text: str, said: _Said, loose: Collection[str] = ()) -> Iterator[ExtractedFact]:
     """The facts of one message, by the rules of :mod:`~zep_core.providers.talk`.
 
     Small talk says nothing; the assistant's words are only its quotes, without what it
     echoes of memory; a correction's sentence says nothing of its own (what it means
-    goes into the statement it corrects); a quote is kept only where it says more than
-    the canonical facts drawn from it.
+    goes into the statement it corrects; ``loose``: correcting sentences that found
+    nothing to correct, read as said); a quote is kept only where it says more than the
+    canonical facts drawn from it.
     """
     canonical: list[ExtractedFact] = []
     kept: list[str] = []
@@ -345,7 +349,7 @@ def _message_facts(text: str, said: _Said) -> Iterator[ExtractedFact]:
         if is_small_talk(sentence) or (said.assistant and (is_echo(sentence, said.users)
                                                            or is_reaction(sentence, said.heard))):
             continue
-        if not said.assistant and (cues := corrections(sentence)):
+        if not said.assistant and sentence not in loose and (cues := corrections(sentence)):
             if not cues[0].rest:
                 continue  # what a correction means goes into the statement it corrects
             sentence = cues[0].rest  # "scratch that, I'm a librarian": the new statement is read as said

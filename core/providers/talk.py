@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .lexicon import PETS, PROFESSIONS
+from .lexicon import NUMBER_WORDS, PETS, PROFESSIONS
 
 __all__ = ["Cue", "corrections", "is_echo", "is_reaction", "is_small_talk", "kind_of", "same_kind_values",
            "without_context_block"]
@@ -58,7 +58,7 @@ SMALL_TALK_WORDS = frozenset(
     totally got understood noted makes sense sounds that this yes yeah yep yup nope bye goodbye later soon
     tomorrow take care have and the same there what's whats up hmm oh ah wow haha hahaha lol lmao i i'm im
     am me help helpful glad congrats congratulations exciting hope hoping fun enjoy it's its was for now bye-bye
-    at how's you're we're that's all back"""
+    at how's you're we're that's all back sleep well sweet dreams goodnight"""
     .split())
 _WORD = re.compile(r"[A-Za-zÀ-ÿ']+|\d+")
 _GREETED = re.compile(r"(?i:\b(?:hi|hello|hey|thanks|thank\s+you|bye|morning|evening|too|again|welcome)\b)"
@@ -336,6 +336,8 @@ PET_WORDS = frozenset(PETS | {"puppy", "kitten", "rabbit", "bunny", "hamster", "
                               "tortoise", "horse", "guinea pig", "snake", "lizard", "fish", "ferret"})
 
 
+#: Numbers written as words ("three"): a correction's value of the number kind.
+_NUMBER_WORDS = frozenset(w for w in NUMBER_WORDS if " " not in w)
 #: Capitalized words that date a statement, not a value of it ("moving to Denver in June").
 _CALENDAR = frozenset("""january february march april may june july august september october november december
     monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday christmas easter""".split())
@@ -344,7 +346,7 @@ _CALENDAR = frozenset("""january february march april may june july august septe
 def kind_of(value: str) -> str:
     """``number``, ``pet``, ``profession``, ``name`` (capitalized) or ``word``."""
     head = value.split()[0] if value.split() else value
-    if _NUMBER.match(head):
+    if _NUMBER.match(head) or head.lower() in _NUMBER_WORDS:
         return "number"
     if value.lower() in PET_WORDS:
         return "pet"
@@ -366,8 +368,9 @@ def same_kind_values(text: str, right: str) -> list[str]:
     if kind == "name":
         for match in re.finditer(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)", text.strip()):
             out.append(match.group(1))
-    elif kind == "number":
-        out = re.findall(r"\b\d+(?:[.,]\d+)?\b", text)
+    elif kind == "number":  # digits, or a number in words ("three")
+        out = [w for w in re.findall(r"\b(?:\d+(?:[.,]\d+)?|[A-Za-z]+)\b", text)
+               if w[0].isdigit() or w.lower() in _NUMBER_WORDS]
     elif kind in ("pet", "profession"):
         vocabulary = PET_WORDS if kind == "pet" else None
         for word in re.findall(r"[A-Za-z-]+", text):
