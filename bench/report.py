@@ -182,7 +182,8 @@ def _longmemeval(res: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
         target = {"bm25_all10": b["recall"]["k10"]["all"]["all"], "bm25_tokens10": b["recall"]["k10"]["all"]["tokens"],
                   "all10": d["recall"]["k10"]["all"]["all"], "tokens10": d["recall"]["k10"]["all"]["tokens"],
                   "ssa10": d["recall"]["k10"].get("single-session-assistant", {}).get("all"),
-                  "bm25_ku5": b.get("knowledge_update_k5") or {}, "ku5": d.get("knowledge_update_k5") or {}}
+                  "bm25_ku5": b.get("knowledge_update_k5") or {}, "ku5": d.get("knowledge_update_k5") or {},
+                  "long_history": res.get("long_history")}
     return lines, target
 
 
@@ -425,6 +426,9 @@ def _targets(loc: dict[str, Any] | None, scale: dict[str, Any] | None,
                                   f"over by {ku['stale_only'] - b['stale_only']:.3f}")])
     if scale:
         rows += _scale_targets(scale["rows"])
+    long = (lme or {}).get("long_history")
+    if long:
+        rows += _long_targets(long)
     if chat:
         rows.append([f"chat corpus (≥ 60 cases of our own): ≥ {TARGET_CHAT:.0%} of the checks hold",
                      f"{chat['held']}/{chat['checks']} ({chat['share']:.1%}) in {chat['cases']} cases",
@@ -436,6 +440,35 @@ def _targets(loc: dict[str, Any] | None, scale: dict[str, Any] | None,
                      f"+{t['overhead_p50_measured_ms']:.2f} ms ({r['ratio']['p50']}×)",
                      _verdict(t["met"], f"over by {t['overhead_p50_measured_ms'] - t['overhead_p50_ms']:.2f} ms")])
     return ["## Targets", ""] + _table(["target", "measured", "verdict"], rows) if rows else []
+
+
+def _long_targets(long: dict[str, Any]) -> list[list[str]]:
+    """Issue 31's targets on the long history, each against BM25 in the same run."""
+    o, g = long["oracle"]["systems"], long["long"]["systems"]
+
+    def at(systems: dict[str, Any], name: str, k: str, kind: str = "all") -> float:
+        return systems[name]["recall"][k].get(kind, {}).get("all", float("nan"))
+
+    zep, bm25 = "zep: defaults", "bm25-turns"
+    n = f"long history, {long['questions']} questions"
+    rows = []
+    for k, lift in (("k5", 0.10), ("k10", 0.15)):
+        got, base = at(g, zep, k), at(g, bm25, k)
+        rows.append([f"{n}: all@{k[1:]} ≥ BM25 + {lift:.2f}", f"{got:.3f} vs BM25 {base:.3f} ({got - base:+.3f})",
+                     _verdict(got - base >= lift - 1e-9, f"missed by {lift - (got - base):.3f}")])
+    ssa = at(g, zep, "k5", "single-session-assistant")
+    rows.append([f"{n}: single-session-assistant all@5 ≥ 0.80", f"{ssa:.3f}",
+                 _verdict(ssa >= 0.80, f"missed by {0.80 - ssa:.3f}")])
+    drop, bdrop = at(o, zep, "k10") - at(g, zep, "k10"), at(o, bm25, "k10") - at(g, bm25, "k10")
+    rows.append([f"{n}: drop from oracle all@10 ≤ BM25's", f"{drop:.3f} vs BM25 {bdrop:.3f}",
+                 _verdict(drop <= bdrop + 1e-9, f"over by {drop - bdrop:.3f}")])
+    tokens, btokens = (g[x]["recall"]["k10"]["all"]["tokens"] for x in (zep, bm25))
+    rows.append([f"{n}: context tokens ≤ a third of BM25's (k=10)", f"{tokens:.0f} vs {btokens:.0f}",
+                 _verdict(tokens <= btokens / 3, "over")])
+    ms, embed = long["long"]["ingest_ms_per_turn"], long["long"]["embed_ms_per_turn"]
+    rows.append([f"{n}: bulk ingest ≤ 8 ms per turn", f"{ms} ms (the embedder alone on the turns: {embed} ms)",
+                 _verdict(ms <= 8, f"over by {ms - 8:.2f} ms")])
+    return rows
 
 
 def _size(rows: Sequence[dict[str, Any]], target: int) -> dict[str, Any] | None:
