@@ -62,21 +62,30 @@ _ASKS_WHAT_YOU_SAID = re.compile(
     re.IGNORECASE)
 
 
+#: "Remind me what I said…", "what did I tell you…": the user's own words, whatever else the text says.
+_ASKS_WHAT_I_SAID = re.compile(
+    r"\b(?:I|I've|I\s+have)\s+(?:\w+\s+)?(?:said|told|mentioned|wrote|shared|asked|say|tell|mention)\b|"
+    r"\bdid\s+I\s+(?:\w+\s+)?(?:say|tell|mention|write|share|ask)\b", re.IGNORECASE)
+
+
 def asks_what_the_assistant_said(text: str) -> bool:
     """Whether ``text`` asks about the assistant's own words ("What did you recommend?", "you told me…").
 
     Past words of the assistant ("did you", "you suggested"), or a look back at a
     conversation ("remind me", "our previous chat", "we talked about"): the answer is
-    likely in the assistant's turns. A request ("Can you suggest…?") is not.
+    likely in the assistant's turns. A request ("Can you suggest…?") is not, nor a
+    question about the user's own words ("Remind me what I said about…").
 
     Example:
         >>> asks_what_the_assistant_said("Can you remind me what you suggested for Rome?")
         True
         >>> asks_what_the_assistant_said("Where do I live?"), asks_what_the_assistant_said("Can you suggest a book?")
         (False, False)
+        >>> asks_what_the_assistant_said("Remind me what I said about books.")
+        False
 
     """
-    return _ASKS_WHAT_YOU_SAID.search(text) is not None
+    return _ASKS_WHAT_YOU_SAID.search(text) is not None and _ASKS_WHAT_I_SAID.search(text) is None
 
 
 def mentions_second_person(text: str) -> bool:

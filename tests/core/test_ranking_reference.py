@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
-from zep_core.resolve import input_aliases, mentions_second_person
+from zep_core.resolve import asks_what_the_assistant_said, input_aliases, mentions_second_person
 from zep_core.retrieval import ContextQuery, newer_first, score_candidates
 from zep_core.stores.records import iso
 from zep_core.temporal import normalize_name
@@ -28,7 +28,10 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
     """The unoptimised ranking: ``(fact id, score, newer id)`` best first."""
     records, vectors, graph = memory._stores.records, memory._stores.vectors, memory._stores.graph
     scoring, user, when = query.scoring, query.user_id, query.as_of
-    vector = memory.embedder.embed_query(f"{query.asker}: {query.text}" if query.asker else query.text)
+    assistant = memory.config.assistant_speaker
+    about_assistant = bool(assistant) and asks_what_the_assistant_said(query.text)
+    voice = assistant if about_assistant else query.asker
+    vector = memory.embedder.embed_query(f"{voice}: {query.text}" if voice else query.text)
     memory.flush()
     k = max(scoring.semantic_candidates, scoring.context_limit)
     semantic = dict(vectors.query(user, "current", vector, k))
@@ -44,9 +47,12 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
         names.append(normalize_name(memory.config.assistant_speaker))
     found = records.entity_ids_for_aliases(user, names)
     only = set(semantic) | set(lexical) if scoring.graph_mode == "boost" and not scoring.require_both else None
-    asker_id = found.get(normalize_name(query.asker)) if query.asker else None
+    askers = [query.asker] if query.asker else []
+    if about_assistant:
+        askers.append(assistant)
+    asker_ids = [found[n] for n in map(normalize_name, askers) if n in found]
     if scoring.asker_weight == scoring.graph_weight:
-        asker_id = None
+        asker_ids = []
     scores: dict[str, float] = {}
     frontier = seen = set(found.values())
     seen = set(seen)
@@ -62,7 +68,7 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
         cos = {i: float(v @ vector) for i, v in records.fact_vectors(user, list(scores)).items()}
         keep = sorted(scores, key=lambda i: (scores[i], cos.get(i, 0.0)), reverse=True)[: scoring.graph_candidates]
         scores = {i: scores[i] for i in keep}
-    asker = set(records.facts_touching(user, [asker_id], as_of=as_of, among=only)) & set(scores) if asker_id else set()
+    asker = set(records.facts_touching(user, asker_ids, as_of=as_of, among=only)) & set(scores) if asker_ids else set()
     missing = [f for f in set(scores) | set(lexical) if f not in semantic]
     for fid, vec in records.fact_vectors(user, missing).items():
         semantic[fid] = float(vec @ vector)
