@@ -23,12 +23,19 @@ DEFAULT_CONTEXT_HEADER = "What you remember about this user from earlier convers
 
 
 def last_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The last human message and the final AI answer after it (tool traffic left out)."""
+    """The user's last input and the final AI answer after it (tool traffic left out).
+
+    The input is every human message of the last run of them ("I moved." "To Oslo."
+    sent together), not only its last one.
+    """
     human = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)), None)
     if human is None:
         return []
+    first = human
+    while first > 0 and isinstance(messages[first - 1], HumanMessage):
+        first -= 1
     answers = [m for m in messages[human + 1:] if isinstance(m, AIMessage) and m.text.strip()]
-    return [messages[human], *answers[-1:]]
+    return [*messages[first:human + 1], *answers[-1:]]
 
 
 def with_context(system: SystemMessage | None, text: str) -> SystemMessage:
@@ -120,8 +127,7 @@ class ZepMemoryMiddleware(AgentMiddleware):
         return ZepChatMessageHistory(self.memory, scope.session_id, user_id=scope.user_id, user_name=scope.user_name)
 
     def _request_with_context(self, request: ModelRequest, scope: Scope) -> ModelRequest:
-        turn = last_turn(request.messages)
-        text = turn[0].text if turn else ""
+        text = " ".join(m.text for m in last_turn(request.messages) if isinstance(m, HumanMessage))
         block = context_for(self.memory, text, user_id=scope.user_id, user_name=scope.user_name,
                             limit=self.context_limit)
         self.last_context = block

@@ -119,3 +119,11 @@ def test_a_resent_user_message_is_saved_once(memory):
     agent.invoke({"messages": first["messages"]})  # the same thread again: no new user message, a new answer
     assert [m.content for m in memory.get_messages("s1", user_id="alice")] == [
         "I live in Paris.", "Noted.", "Still noted."]
+
+
+def test_every_human_message_of_one_input_is_saved(memory):
+    agent, _, _ = build(memory, "s1", [AIMessage("Noted.")], end_policy=1)
+    agent.invoke({"messages": [HumanMessage("I moved last month."), HumanMessage("I live in Oslo now.")]})
+    assert [m.content for m in memory.get_messages("s1", user_id="alice")] == [
+        "I moved last month.", "I live in Oslo now.", "Noted."]
+    assert "Alice lives in Oslo." in memory.context_block("Where does Alice live?", user_id="alice")
