@@ -21,7 +21,7 @@ from .models import Fact
 from .providers.base import ExtractedCorrection
 from .providers.talk import same_kind_values
 from .stores.records import RecordStore
-from .temporal import STATEMENT, Correction, normalize_name
+from .temporal import STATEMENT, Correction, is_own, normalize_name
 
 __all__ = ["prepare", "replacement_kinds"]
 
@@ -83,8 +83,7 @@ def _search(records: RecordStore, user_id: str, words: str) -> list[Fact]:
 
 
 def _spoken(facts: Sequence[Fact], speaker: str) -> list[Fact]:
-    return [f for f in facts if normalize_name(f.subject) == speaker or normalize_name(f.subject).startswith(
-        f"{speaker}'s ")]
+    return [f for f in facts if is_own(normalize_name(f.subject), speaker)]
 
 
 def _from_messages(records: RecordStore, user_id: str, subject_ids: Sequence[str | None],

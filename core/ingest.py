@@ -48,6 +48,7 @@ from .temporal import (
     STATEMENT,
     UpdatePlan,
     counted_thing,
+    is_own,
     message_times,
     normalize_name,
     plan_corrections,
@@ -120,7 +121,7 @@ def _hearsay(fact: Fact, sources: Sequence[Message], speaker: Callable[[Message]
     if not sources or any(m.role != "assistant" for m in sources):
         return False
     subject = normalize_name(fact.subject)
-    return not any(subject == s or subject.startswith(f"{s}'s ") for s in {normalize_name(speaker(m)) for m in sources})
+    return not any(is_own(subject, normalize_name(speaker(m))) for m in sources)
 
 
 class EpisodeSpec(NamedTuple):
@@ -590,10 +591,12 @@ class Ingestor:
             restated=sorted({(f.predicate, f.object) for f in proposals}), ids=sorted(contradicted))
         known = {f.id for f in current}
         current = [*current, *(f for f in also if f.id not in known)]
-        if said_at:  # when the stored rivals were told: a later word may replace a present-tense one
-            rivals = [f for f in current
-                      if normalize_name(f.predicate) in single or counted_thing(normalize_name(f.object))]
-            said_at = {**self.records.told_at(user, rivals), **said_at}
+        if said_at and proposals:  # when the stored rivals were told: a later word may replace a present-tense one
+            earliest = min(f.valid_from for f in proposals)  # only a rival not older than a proposal can block it
+            rivals = [f for f in current if f.valid_from >= earliest and (
+                normalize_name(f.predicate) in single or counted_thing(normalize_name(f.object)))]
+            if rivals:
+                said_at = {**self.records.told_at(user, rivals), **said_at}
         read: set[str] = set()
         while True:
             plan = plan_updates(current, proposals, single_valued=single, contradicted=contradicted,

@@ -51,6 +51,7 @@ __all__ = [
     "conflicts",
     "counted_thing",
     "fact_key",
+    "is_own",
     "message_times",
     "normalize_name",
     "plan_corrections",
@@ -250,9 +251,13 @@ class Correction:
     created_at: datetime | None = None
 
 
-def _spoken_by(fact: Fact, speaker: str) -> bool:
-    subject = normalize_name(fact.subject)
+def is_own(subject: str, speaker: str) -> bool:
+    """Whether ``subject`` is ``speaker`` or the speaker's own ("Maya's team"); both normalized."""
     return subject == speaker or subject.startswith(f"{speaker}'s ")
+
+
+def _spoken_by(fact: Fact, speaker: str) -> bool:
+    return is_own(normalize_name(fact.subject), speaker)
 
 
 def _replaced(text: str, wrong: str, right: str) -> str:

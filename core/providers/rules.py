@@ -49,6 +49,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from ..models import Message
+from ..temporal import is_own
 from .base import ExtractedCorrection, ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
 from .extractive import predicate_phrase, speaker_of, split_sentences, summarize_messages
 from .lexicon import CONDITIONAL_WORDS, FILLER_WORDS, GROUPS, NAME, NOT_NAMES, NUMBER_WORDS, PETS, RELATIONS, WORD_RE
@@ -314,11 +315,6 @@ def _replies_to(target: Message, wrong: str, earlier: Sequence[tuple[Message, _S
     return out
 
 
-def _own(subject: str, speaker: str) -> bool:
-    """Whether a fact's subject is the speaker, or the speaker's own ("Maya's team")."""
-    return subject == speaker or subject.startswith(f"{speaker}'s ")
-
-
 def _mentions(text: str, value: str) -> bool:
     return re.search(rf"(?<![\w'’]){re.escape(value)}(?![\w'’])", text, re.IGNORECASE) is not None
 
@@ -356,7 +352,7 @@ def _message_facts(text: str, said: _Said, loose: Collection[str] = ()) -> Itera
         if not sentence.rstrip("\"')").endswith("?"):
             found = _sentence_facts(_normalize(sentence), said)
             # the assistant's words speak for the assistant only: never a fact about the user
-            canonical += [f for f in found if not said.assistant or _own(f.subject, said.speaker)]
+            canonical += [f for f in found if not said.assistant or is_own(f.subject, said.speaker)]
         kept.append(sentence)
     yield from canonical
     if not kept:

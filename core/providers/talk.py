@@ -38,6 +38,7 @@ same classes (:mod:`~zep_core.providers.openai_prompts`).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -287,6 +288,13 @@ def corrections(sentence: str) -> list[Cue]:
         [Cue(right='cat', wrong=None, about='Biscuit', rest=None)]
 
     """
+    cue = _cue(sentence)
+    return [cue] if cue is not None else []
+
+
+@functools.lru_cache(maxsize=4096)
+def _cue(sentence: str) -> Cue | None:
+    """The correction of :func:`corrections`, read once per sentence (the extractor asks more than once)."""
     text = sentence.strip().replace("’", "'")
     stated = _STATED_NOT.search(text)
     if stated is not None:  # "I work at Pfizer, not Moderna": the statement stands, and corrects Moderna
@@ -298,20 +306,20 @@ def corrections(sentence: str) -> list[Cue]:
             found = same_kind_values(clause, wrong) if kind_of(wrong) in ("number", "name") else []
             right = found[-1] if found else " ".join(clause.split()[-len(wrong.split()):])
             if right.lower() != wrong.lower() and not _CLAUSE_START.fullmatch(right):
-                return [Cue(right=right, wrong=wrong, rest=clause + ".")]
+                return Cue(right=right, wrong=wrong, rest=clause + ".")
     for name, pattern in _CUES:
         match = pattern.search(text)
         if match is None:
             continue
         groups = {k: v for k, v in match.groupdict().items() if v}
         if name == "retract":
-            return [Cue(right=None)]
+            return Cue(right=None)
         raw = groups.get("right") or groups.get("right2") or ""
         if _CLAUSE_START.match(raw):  # "scratch that, my team has 5 engineers": the new statement stands alone
             if name != "right":  # "I'm not a morning person but I like running": no correction
                 continue
             start = match.start("right") if groups.get("right") else match.start("right2")
-            return [Cue(right=None, rest=text[start:].strip())]
+            return Cue(right=None, rest=text[start:].strip())
         right = _value(_IT_IS.sub("", raw))
         wrong = _value(groups.get("wrong") or groups.get("wrong2"))
         if right is not None and kind_of(right) == "number":  # "7 engineers, not 4": the number is what changes
@@ -323,8 +331,10 @@ def corrections(sentence: str) -> list[Cue]:
             continue
         if name == "bare" and is_small_talk(right):  # "No, thanks.", "Actually, yes."
             continue
-        return [Cue(right=right, wrong=wrong, about=about)]
-    return []
+        return Cue(right=right, wrong=wrong, about=about)
+    return None
+
+
 
 
 # --- kinds of values: what a correction that names only the right value replaces -------
