@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 from . import cypher as _cypher
 from . import transfer
+from .aio import in_thread
 from .config import MemoryConfig
 from .errors import ConfigError, NotFoundError, ValidationError, ZepMemoryError
 from .ingest import EpisodeSpec, Ingestor
@@ -326,6 +327,27 @@ class Memory:
         if not self._stores.records.has_user(user_id):
             return ""
         return self._retrieval.context_block(query, max_entities=max_entities)
+
+    # -- the same, awaited ---------------------------------------------------------------
+
+    async def aget_context(self, input: str, *, user_id: str = "default", limit: int | None = None,
+                           as_of: datetime | str | None = None, require_both: bool | None = None,
+                           threshold: float | None = None, speaker: str | None = None) -> list[Fact]:
+        """:meth:`get_context`, awaited: it runs in :func:`zep_core.aio.pool`, so concurrent calls overlap."""
+        return await in_thread(self.get_context, input, user_id=user_id, limit=limit, as_of=as_of,
+                               require_both=require_both, threshold=threshold, speaker=speaker)
+
+    async def acontext_block(self, input: str, *, user_id: str = "default", limit: int | None = None,
+                             as_of: datetime | str | None = None, max_entities: int = 5,
+                             speaker: str | None = None) -> str:
+        """:meth:`context_block`, awaited (in :func:`zep_core.aio.pool`)."""
+        return await in_thread(self.context_block, input, user_id=user_id, limit=limit, as_of=as_of,
+                               max_entities=max_entities, speaker=speaker)
+
+    async def aconversation_end(self, session_id: str, messages: Sequence[Any], *, user_id: str = "default",
+                                episode_id: str | None = None) -> IngestResult:
+        """:meth:`conversation_end`, awaited (in :func:`zep_core.aio.pool`)."""
+        return await in_thread(self.conversation_end, session_id, messages, user_id=user_id, episode_id=episode_id)
 
     def _query(self, input: Any, user_id: str, **options: Any) -> ContextQuery:
         check_id(user_id, "user_id")

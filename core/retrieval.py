@@ -233,7 +233,9 @@ _GRAPH_SCAN = 20_000
 _ID, _SUBJECT, _FROM, _UNTIL, _SUPERSEDED, _SUBJECT_ID, _OBJECT_ID, _ROWID, _VECTOR = 0, 3, 8, 9, 10, 14, 15, 16, 17
 
 
-#: The threads queries are embedded in while their words are looked up (created on first use).
+#: The threads queries are embedded in while their words are looked up (created on demand): as many as
+#: concurrent queries may wait on an embedding API at once, so that none waits for another's thread.
+QUERY_EMBED_THREADS = 64
 _QUERY_THREADS: ThreadPoolExecutor | None = None
 _QUERY_THREADS_LOCK = threading.Lock()
 
@@ -243,7 +245,7 @@ def _query_thread() -> ThreadPoolExecutor:
     global _QUERY_THREADS
     with _QUERY_THREADS_LOCK:
         if _QUERY_THREADS is None:
-            _QUERY_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="zep-query-embed")
+            _QUERY_THREADS = ThreadPoolExecutor(max_workers=QUERY_EMBED_THREADS, thread_name_prefix="zep-query-embed")
         return _QUERY_THREADS
 
 

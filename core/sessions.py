@@ -44,6 +44,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Union
 
+from . import aio
 from .config import MemoryConfig
 from .errors import ValidationError
 from .ingest import Ingestor, validate_messages
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from .memory import Memory
 
 __all__ = ["DEFAULT_EVERY_N_TURNS", "DEFAULT_IDLE_AFTER", "MEMORY_METHODS", "EndPolicy", "EndPolicyLike",
-           "SessionBuffer", "check_memory", "context_for", "facts_for"]
+           "SessionBuffer", "acontext_for", "afacts_for", "check_memory", "context_for", "facts_for"]
 
 #: The default end policy ends a conversation every this many user turns.
 DEFAULT_EVERY_N_TURNS = 10
@@ -292,6 +293,16 @@ def facts_for(memory: Memory, text: str | None, *, user_id: str, user_name: str 
                               speaker=speaker)
 
 
+async def afacts_for(memory: Memory, text: str | None, *, user_id: str, user_name: str | None = None,
+                     limit: int | None = None, as_of: datetime | str | None = None) -> list[Fact]:
+    """:func:`facts_for`, awaited: one ``aget_context`` (native on a ``RemoteMemory``; an unknown user has ``[]``)."""
+    if not text or not text.strip():
+        return []
+    speaker = speaker_of(user_name, default=memory.config.default_speaker)
+    return await aio.call(memory, "get_context", _question(memory, text, speaker), user_id=user_id, limit=limit,
+                          as_of=as_of, speaker=speaker)
+
+
 def context_for(memory: Memory, text: str | None, *, user_id: str, user_name: str | None = None,
                 limit: int | None = None) -> str:
     """The prompt-ready context block for ``text``; ``""`` for an empty text or an unknown user."""
@@ -299,3 +310,13 @@ def context_for(memory: Memory, text: str | None, *, user_id: str, user_name: st
         return ""
     speaker = speaker_of(user_name, default=memory.config.default_speaker)
     return memory.context_block(_question(memory, text, speaker), user_id=user_id, limit=limit, speaker=speaker)
+
+
+async def acontext_for(memory: Memory, text: str | None, *, user_id: str, user_name: str | None = None,
+                       limit: int | None = None) -> str:
+    """:func:`context_for`, awaited: one ``acontext_block`` (native on a ``RemoteMemory``)."""
+    if not text or not text.strip():
+        return ""
+    speaker = speaker_of(user_name, default=memory.config.default_speaker)
+    return await aio.call(memory, "context_block", _question(memory, text, speaker), user_id=user_id, limit=limit,
+                          speaker=speaker)

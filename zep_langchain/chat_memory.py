@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from langchain_classic.memory.chat_memory import BaseChatMemory
@@ -10,6 +9,7 @@ from langchain_classic.memory.utils import get_prompt_input_key
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, get_buffer_string
 from pydantic import Field, field_validator, model_validator
 from zep_core import IngestResult, ValidationError
+from zep_core.aio import in_thread
 from zep_core.sessions import EndPolicy, context_for
 
 from ._memory import MemoryLike, check_memory
@@ -153,16 +153,16 @@ class ZepChatMemory(BaseChatMemory):
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Async :meth:`load_memory_variables`."""
-        return await asyncio.to_thread(self.load_memory_variables, inputs)
+        return await in_thread(self.load_memory_variables, inputs)
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Async :meth:`save_context`."""
-        await asyncio.to_thread(self.save_context, inputs, outputs)
+        await in_thread(self.save_context, inputs, outputs)
 
     async def aclear(self) -> None:
         """Async :meth:`clear`."""
-        await asyncio.to_thread(self.clear)
+        await in_thread(self.clear)
 
     async def aend_conversation(self) -> IngestResult | None:
         """Async :meth:`end_conversation`."""
-        return await asyncio.to_thread(self.end_conversation)
+        return await in_thread(self.end_conversation)

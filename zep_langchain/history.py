@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, ToolMessage
 from zep_core import IngestResult, Memory, ValidationError
+from zep_core.aio import in_thread
 
 from ._convert import new_only, now_of, to_core_messages, to_langchain_messages
 from ._memory import check_memory
@@ -105,19 +105,19 @@ class ZepChatMessageHistory(BaseChatMessageHistory):
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async :attr:`messages`."""
-        return await asyncio.to_thread(self.recent)
+        return await in_thread(self.recent)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async :meth:`add_messages`."""
-        await asyncio.to_thread(self.add_messages, list(messages))
+        await in_thread(self.add_messages, list(messages))
 
     async def aclear(self) -> None:
         """Async :meth:`clear`."""
-        await asyncio.to_thread(self.clear)
+        await in_thread(self.clear)
 
     async def aend_conversation(self) -> IngestResult | None:
         """Async :meth:`end_conversation`."""
-        return await asyncio.to_thread(self.end_conversation)
+        return await in_thread(self.end_conversation)
 
     def __repr__(self) -> str:
         return f"ZepChatMessageHistory(session_id={self.session_id!r}, user_id={self.user_id!r})"

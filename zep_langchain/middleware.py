@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -10,7 +9,8 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from zep_core import IngestResult
-from zep_core.sessions import EndPolicy, EndPolicyLike, context_for
+from zep_core.aio import in_thread
+from zep_core.sessions import EndPolicy, EndPolicyLike, acontext_for, context_for
 
 from ._memory import check_memory
 from .context import Scope, ScopeRule
@@ -126,10 +126,15 @@ class ZepMemoryMiddleware(AgentMiddleware):
         """The chat history of one session of one user."""
         return ZepChatMessageHistory(self.memory, scope.session_id, user_id=scope.user_id, user_name=scope.user_name)
 
+    @staticmethod
+    def _question(request: ModelRequest) -> str:
+        return " ".join(m.text for m in last_turn(request.messages) if isinstance(m, HumanMessage))
+
     def _request_with_context(self, request: ModelRequest, scope: Scope) -> ModelRequest:
-        text = " ".join(m.text for m in last_turn(request.messages) if isinstance(m, HumanMessage))
-        block = context_for(self.memory, text, user_id=scope.user_id, user_name=scope.user_name,
-                            limit=self.context_limit)
+        return self._with_block(request, context_for(self.memory, self._question(request), user_id=scope.user_id,
+                                                     user_name=scope.user_name, limit=self.context_limit))
+
+    def _with_block(self, request: ModelRequest, block: str) -> ModelRequest:
         self.last_context = block
         if not block:
             return request
@@ -144,7 +149,9 @@ class ZepMemoryMiddleware(AgentMiddleware):
                                handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelResponse:
         """Async :meth:`wrap_model_call`."""
         scope = self.rule.scope(request.runtime)
-        return await handler(await asyncio.to_thread(self._request_with_context, request, scope))
+        block = await acontext_for(self.memory, self._question(request), user_id=scope.user_id,
+                                   user_name=scope.user_name, limit=self.context_limit)  # native on a RemoteMemory
+        return await handler(self._with_block(request, block))
 
     def _save(self, messages: Sequence[AnyMessage], scope: Scope) -> None:
         turn = last_turn(messages)
@@ -160,7 +167,7 @@ class ZepMemoryMiddleware(AgentMiddleware):
 
     async def aafter_agent(self, state: dict[str, Any], runtime: Runtime) -> dict[str, Any] | None:
         """Async :meth:`after_agent`."""
-        await asyncio.to_thread(self._save, state["messages"], self.rule.scope(runtime))
+        await in_thread(self._save, state["messages"], self.rule.scope(runtime))
         return None
 
     def end_conversation(self, *, session_id: str | None = None, user_id: str | None = None) -> IngestResult | None:
@@ -176,7 +183,7 @@ class ZepMemoryMiddleware(AgentMiddleware):
     async def aend_conversation(self, *, session_id: str | None = None,
                                 user_id: str | None = None) -> IngestResult | None:
         """Async :meth:`end_conversation`."""
-        return await asyncio.to_thread(self.end_conversation, session_id=session_id, user_id=user_id)
+        return await in_thread(self.end_conversation, session_id=session_id, user_id=user_id)
 
     def clear(self, *, session_id: str | None = None, user_id: str | None = None) -> None:
         """End a session's conversation (unless the policy is ``explicit``) and forget its turns.
@@ -192,4 +199,4 @@ class ZepMemoryMiddleware(AgentMiddleware):
 
     async def aclear(self, *, session_id: str | None = None, user_id: str | None = None) -> None:
         """Async :meth:`clear`."""
-        await asyncio.to_thread(self.clear, session_id=session_id, user_id=user_id)
+        await in_thread(self.clear, session_id=session_id, user_id=user_id)

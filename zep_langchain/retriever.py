@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -11,9 +10,9 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, field_validator, model_validator
-from zep_core import Fact, ValidationError
+from zep_core import Fact, ValidationError, aio
 from zep_core.models import to_utc
-from zep_core.sessions import facts_for
+from zep_core.sessions import afacts_for, facts_for
 from zep_core.validation import check_limit
 
 from ._convert import fact_to_document
@@ -71,6 +70,9 @@ class _WithThreshold:
 
     def get_context(self, input: str, **options: Any) -> list[Fact]:
         return self._memory.get_context(input, threshold=self._threshold, **options)
+
+    async def aget_context(self, input: str, **options: Any) -> list[Fact]:
+        return await aio.call(self._memory, "get_context", input, threshold=self._threshold, **options)
 
 
 class ZepRetriever(BaseRetriever):
@@ -147,5 +149,9 @@ class ZepRetriever(BaseRetriever):
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
                                        **kwargs: Any) -> list[Document]:
-        return await asyncio.to_thread(self._get_relevant_documents, query, run_manager=run_manager.get_sync(),
-                                       **kwargs)
+        kwargs.pop("verbose", None)
+        options = self._options(kwargs)
+        memory = self.memory if options["threshold"] is None else _WithThreshold(self.memory, options["threshold"])
+        facts = await afacts_for(memory, query, user_id=self.user_id, user_name=self.user_name, limit=options["k"],
+                                 as_of=options["as_of"])
+        return [fact_to_document(f) for f in facts]

@@ -58,7 +58,6 @@ per user a memory store holds, not millions.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
@@ -85,6 +84,7 @@ from langgraph.store.base import (
     get_text_at_path,
 )
 from zep_core import Fact, Message, ValidationError
+from zep_core.aio import in_thread
 from zep_core.models import to_utc
 from zep_core.sessions import facts_for
 from zep_core.validation import MAX_LIMIT, check_id
@@ -472,7 +472,7 @@ class ZepStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch` (the core is synchronous: it runs in a worker thread)."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        return await in_thread(self.batch, list(ops))
 
     # -- writes -------------------------------------------------------------------------------------
 

@@ -14,7 +14,6 @@ model can fix.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
@@ -22,8 +21,9 @@ from typing import Annotated, Any
 from langchain_core.tools import ArgsSchema, BaseTool, InjectedToolArg
 from pydantic import BaseModel, Field, PlainSerializer, SkipValidation
 from zep_core import Fact, NotFoundError, ValidationError
+from zep_core.aio import in_thread
 from zep_core.resolve import speaker_of
-from zep_core.sessions import facts_for
+from zep_core.sessions import afacts_for, facts_for
 
 from ._memory import MemoryLike
 from .context import Scope, ScopeRule
@@ -132,13 +132,24 @@ class ZepSearchMemoryTool(_MemoryTool):
             facts = facts_for(self.memory, query, user_id=scope.user_id, user_name=scope.user_name, limit=k)
         except ValidationError as exc:
             return f"Could not search memory: {exc}"
+        return self._found(query, facts)
+
+    async def _arun(self, query: str, k: int = 5, runtime: Any = None) -> str:
+        scope = self._scope(runtime)
+        if (empty := await in_thread(self._no_memory, scope)) is not None:
+            return empty
+        try:  # the search itself is native on a RemoteMemory
+            facts = await afacts_for(self.memory, query, user_id=scope.user_id, user_name=scope.user_name, limit=k)
+        except ValidationError as exc:
+            return f"Could not search memory: {exc}"
+        return self._found(query, facts)
+
+    @staticmethod
+    def _found(query: str, facts: list[Fact]) -> str:
         if not facts:
             return f"No facts in memory match {query!r}. Try other words, or entity_history with a name."
         return "\n".join([f'Facts in memory for "{query}" (true now, most relevant first):',
                           *map(_current_line, facts)])
-
-    async def _arun(self, query: str, k: int = 5, runtime: Any = None) -> str:
-        return await asyncio.to_thread(self._run, query, k, runtime)
 
 
 class ZepEntityHistoryTool(_MemoryTool):
@@ -174,7 +185,7 @@ class ZepEntityHistoryTool(_MemoryTool):
                           *map(_history_line, facts)])
 
     async def _arun(self, entity: str, runtime: Any = None) -> str:
-        return await asyncio.to_thread(self._run, entity, runtime)
+        return await in_thread(self._run, entity, runtime)
 
 
 class ZepRelatedEntitiesTool(_MemoryTool):
@@ -206,7 +217,7 @@ class ZepRelatedEntitiesTool(_MemoryTool):
         return f"Entities connected to {name} (within 2 hops): {names}"
 
     async def _arun(self, entity: str, runtime: Any = None) -> str:
-        return await asyncio.to_thread(self._run, entity, runtime)
+        return await in_thread(self._run, entity, runtime)
 
 
 def create_memory_tools(memory: Any, *, user_id: str | None = None, user_name: str | None = None) -> list[BaseTool]:

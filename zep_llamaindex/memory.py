@@ -24,7 +24,6 @@ again from it (a folder already open in the process is shared, not opened twice)
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
 from collections.abc import Callable, Mapping
@@ -37,6 +36,7 @@ from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr, fie
 from llama_index.core.memory.types import BaseMemory
 from llama_index.core.utils import get_tokenizer
 from zep_core import IngestResult, Memory, ValidationError
+from zep_core.aio import in_thread
 from zep_core.sessions import DEFAULT_EVERY_N_TURNS, DEFAULT_IDLE_AFTER, EndPolicy, check_memory, context_for
 
 from .convert import STORES_EXTRA, last_user_text, to_chat_messages, to_zep_messages
@@ -299,7 +299,7 @@ class ZepMemory(BaseMemory):
 
     async def aend_session(self) -> IngestResult | None:
         """Async :meth:`end_session`."""
-        return await asyncio.to_thread(self.end_session)
+        return await in_thread(self.end_session)
 
     def _convert(self, messages: list[ChatMessage]) -> list[Any]:
         return to_zep_messages(messages, user_name=self.user_name, faithful=STORES_EXTRA,

@@ -9,14 +9,14 @@ user message into the ``<memory>`` part of the system message.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Optional
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, field_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
 from zep_core import Message
-from zep_core.sessions import check_memory, context_for
+from zep_core.aio import in_thread
+from zep_core.sessions import acontext_for, check_memory
 
 from .convert import last_user_text, to_zep_message
 
@@ -60,8 +60,8 @@ class ZepMemoryBlock(BaseMemoryBlock[str]):
         query = last_user_text(messages or [], self.context_window)
         if not query:
             return ""
-        return await asyncio.to_thread(context_for, self.memory, query, user_id=self.user_id,
-                                       user_name=self.user_name, limit=self.context_limit)
+        return await acontext_for(self.memory, query, user_id=self.user_id, user_name=self.user_name,
+                                  limit=self.context_limit)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Ingest flushed turns: store them and run ``conversation_end``, one episode per session."""
@@ -72,7 +72,7 @@ class ZepMemoryBlock(BaseMemoryBlock[str]):
                 session = chat_message.additional_kwargs.get("session_id") or self.session_id
                 sessions.setdefault(str(session), []).append(message)
         if sessions:
-            await asyncio.to_thread(self._ingest, sessions)
+            await in_thread(self._ingest, sessions)
 
     def _ingest(self, sessions: dict[str, list[Message]]) -> None:
         for session_id, turns in sessions.items():

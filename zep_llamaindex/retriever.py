@@ -8,7 +8,6 @@ messages the fact came from. Use it in ``RetrieverQueryEngine``,
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 from typing import Any
 
@@ -16,7 +15,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from zep_core import ValidationError
-from zep_core.sessions import check_memory, facts_for
+from zep_core.sessions import afacts_for, check_memory, facts_for
 
 from .convert import fact_to_node
 
@@ -75,4 +74,6 @@ class ZepRetriever(BaseRetriever):
         return [fact_to_node(f) for f in facts]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return await asyncio.to_thread(self._retrieve, query_bundle)
+        facts = await afacts_for(self.memory, query_bundle.query_str, user_id=self.user_id, user_name=self.user_name,
+                                 limit=self.top_k, as_of=self.as_of)
+        return [fact_to_node(f) for f in facts]

@@ -20,14 +20,14 @@ saying what to set — never another user's memory, never a shared default.
 # No ``from __future__ import annotations`` here: LlamaIndex finds the ``ctx: Context``
 # parameter of a tool by comparing the annotation with the class itself.
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Optional
 
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
 from zep_core import Fact, NotFoundError, ValidationError
-from zep_core.sessions import check_memory, context_for
+from zep_core.aio import in_thread
+from zep_core.sessions import acontext_for, check_memory, context_for
 
 __all__ = ["create_memory_tools", "user_from_context"]
 
@@ -97,6 +97,10 @@ def create_memory_tools(memory: Any, *, user_id: Optional[str] = None, user_name
         block = context_for(memory, query, user_id=user, user_name=name, limit=top_k)
         return block or "Memory holds nothing relevant to that."
 
+    async def asearch(user: str, name: Optional[str], query: str) -> str:  # native on a RemoteMemory
+        block = await acontext_for(memory, query, user_id=user, user_name=name, limit=top_k)
+        return block or "Memory holds nothing relevant to that."
+
     def history(user: str, name: Optional[str], entity: str) -> str:
         try:
             facts = memory.entity_history(entity, user_id=user)
@@ -115,22 +119,26 @@ def create_memory_tools(memory: Any, *, user_id: Optional[str] = None, user_name
         def search_memory(query: str) -> str:
             return search(user_id, user_name, query)
 
+        async def asearch_memory(query: str) -> str:
+            return await asearch(user_id, user_name, query)
+
         def entity_history(entity: str) -> str:
             return history(user_id, user_name, entity)
 
         def related_entities(entity: str) -> str:
             return related(user_id, user_name, entity)
 
-        return [FunctionTool.from_defaults(fn=fn, async_fn=_asyncified(fn), name=fn.__name__,
+        return [FunctionTool.from_defaults(fn=fn, async_fn=afn or _asyncified(fn), name=fn.__name__,
                                            description=_DESCRIPTIONS[fn.__name__])
-                for fn in (search_memory, entity_history, related_entities)]
+                for fn, afn in ((search_memory, asearch_memory), (entity_history, None), (related_entities, None))]
 
     async def in_context(ctx: Context, answer: Callable[[str, Optional[str], str], str], text: str) -> str:
         user, found_name = await user_from_context(ctx)
-        return await asyncio.to_thread(answer, user, user_name or found_name, text)
+        return await in_thread(answer, user, user_name or found_name, text)
 
     async def search_memory_for(ctx: Context, query: str) -> str:
-        return await in_context(ctx, search, query)
+        user, found_name = await user_from_context(ctx)
+        return await asearch(user, user_name or found_name, query)
 
     async def entity_history_for(ctx: Context, entity: str) -> str:
         return await in_context(ctx, history, entity)
@@ -153,6 +161,6 @@ _DESCRIPTIONS = {
 
 def _asyncified(fn: Callable[[str], str]) -> Callable[..., Awaitable[str]]:
     async def run(*args: Any, **kwargs: Any) -> str:
-        return await asyncio.to_thread(fn, *args, **kwargs)
+        return await in_thread(fn, *args, **kwargs)
 
     return run

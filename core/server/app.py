@@ -86,6 +86,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from .. import errors as _errors
+from ..aio import ASYNC_THREADS
 from ..errors import (
     ConfigError,
     ExtractionError,
@@ -215,7 +216,8 @@ class Verb:
         run: ``run(memory, body, principal)`` → a JSON-ready value (or a Response).
         ndjson: ``"in"`` when the body is an export, ``"out"`` when the answer is one.
         quick: a short read (milliseconds, bounded by the user's own data): when no other
-            verb request is in flight it runs on the event loop itself (see :func:`_server`).
+            verb request is in flight, and its recent calls took at most :data:`INLINE_MS`,
+            it runs on the event loop itself (see :func:`_server`).
 
     """
 
@@ -598,6 +600,12 @@ def _encode(answer: Any) -> bytes:
         return json.dumps(answer, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
 
 
+#: A quick read runs on the event loop only while its calls typically take at most this long: a
+#: request that arrives meanwhile waits that long. A query embedded by a remote API takes 100 ms or
+#: more, and on the loop every concurrent request would wait for the one before it.
+INLINE_MS = 10.0
+
+
 def _server(memory: Memory, workers: Executor) -> Serve:
     """What every verb request comes to, however it was routed: check the key's scope, then run the verb.
 
@@ -608,18 +616,30 @@ def _server(memory: Memory, workers: Executor) -> Serve:
     0.7 ms a call on a small VM, a third of the 2 ms the server may add (bench/findings.md).
     So a quick read (:attr:`Verb.quick`) that finds no other verb request in flight runs on
     the event loop itself: nothing is waiting for the loop then, and a request that arrives
-    meanwhile waits for that one read at most, a few milliseconds.
+    meanwhile waits for that one read at most, a few milliseconds: the verb's calls are
+    timed (a moving average), and one whose calls take longer than :data:`INLINE_MS` (a
+    query embedded by a remote API) goes to the workers like any other verb.
     """
     in_flight = 0
+    typical_ms: dict[str, float] = {}
+
+    def timed(verb: Verb, body: Any, principal: Principal) -> Response:
+        start = perf_counter()
+        try:
+            return _answer(verb, memory, body, principal)
+        finally:
+            took = (perf_counter() - start) * 1000
+            last = typical_ms.get(verb.name)
+            typical_ms[verb.name] = took if last is None else 0.8 * last + 0.2 * took
 
     async def serve(verb: Verb, principal: Principal, body: Any) -> Response:
         nonlocal in_flight
         authorize(principal, verb.scope(body))
-        if verb.quick and not in_flight:
-            return _answer(verb, memory, body, principal)  # no await: nothing else runs on the loop meanwhile
+        if verb.quick and not in_flight and typical_ms.get(verb.name, 0.0) <= INLINE_MS:
+            return timed(verb, body, principal)  # no await: nothing else runs on the loop meanwhile
         in_flight += 1
         try:
-            return await asyncio.get_running_loop().run_in_executor(workers, _answer, verb, memory, body, principal)
+            return await asyncio.get_running_loop().run_in_executor(workers, timed, verb, body, principal)
         finally:
             in_flight -= 1
 
@@ -694,7 +714,9 @@ def create_app(memory: Memory, keys: KeyRing | None, *, max_body_bytes: int = DE
 
     app = FastAPI(title="zep-memory", version=__version__, summary="A temporal knowledge-graph memory, served",
                   description="Every `zep_core.Memory` verb as `POST /v1/<verb>`; see `zep_core.server.app`.")
-    workers = app.state.workers = ThreadPoolExecutor(thread_name_prefix="zep-serve")
+    # As wide as the async adapters' pool: the verbs mostly wait (on the vector process, an embedding API,
+    # a lock), and the default width (cores + 4) would make the seventh concurrent request wait its turn.
+    workers = app.state.workers = ThreadPoolExecutor(max_workers=ASYNC_THREADS, thread_name_prefix="zep-serve")
     serve = _server(memory, workers)
     for verb in VERBS:
         doc = inspect.getdoc(getattr(Memory, verb.name)) or ""
