@@ -98,6 +98,7 @@ class Item:
     question: str
     answer: str
     sessions: list[tuple[str, datetime, list[Turn]]]
+    asked: datetime | None = None  # the question's date: "two months ago" is read against it
 
     @property
     def turns(self) -> list[Turn]:
@@ -133,7 +134,8 @@ def load(path: str | Path, *, per_type: int | None = None) -> list[Item]:
             if turns:
                 sessions.append((sid, when, turns))
         sessions.sort(key=lambda s: s[1])
-        out.append(Item(q["question_id"], q["question_type"], q["question"], str(q["answer"]), sessions))
+        asked = parse_date(q["question_date"]) if q.get("question_date") else None
+        out.append(Item(q["question_id"], q["question_type"], q["question"], str(q["answer"]), sessions, asked))
         taken[q["question_type"]] += 1
     return out
 
@@ -167,7 +169,7 @@ def long_history(items: Sequence[Item], pool: Sequence[Item], *, distractors: in
             mixed.append((new_sid, when, [Turn(f"{new_sid}:{i}", t.role, t.content, when + timedelta(seconds=i),
                                                False, new_sid) for i, t in enumerate(turns)]))
         mixed.sort(key=lambda s: s[1])
-        out.append(Item(it.id, it.type, it.question, it.answer, mixed))
+        out.append(Item(it.id, it.type, it.question, it.answer, mixed, it.asked))
     return out
 
 
@@ -262,12 +264,24 @@ def _knowledge_update_core(item: Item, facts: Sequence[Any], k: int) -> dict[str
 LME_VARIANTS: tuple[Variant, ...] = VARIANTS
 
 
-def _evaluate_zep(memory: Any, items: Sequence[Item], v: Variant) -> dict[str, Any]:
+class AskedClock:
+    """The memory's clock in this bench: the time now, except while a question is asked on its own date."""
+
+    def __init__(self) -> None:
+        self.at: datetime | None = None
+
+    def __call__(self) -> datetime:
+        return self.at or datetime.now(timezone.utc)
+
+
+def _evaluate_zep(memory: Any, items: Sequence[Item], v: Variant, clock: AskedClock | None = None) -> dict[str, Any]:
     tally = Tally(KS)
     latency: list[float] = []
     ku: list[dict[str, Any]] = []
     ku5: list[dict[str, Any]] = []
     for it in items:
+        if clock is not None:
+            clock.at = it.asked
         s = time.perf_counter()
         facts = memory.get_context(it.question, user_id=it.id, limit=max(KS), threshold=v.threshold,
                                    require_both=v.require_both)
@@ -276,6 +290,8 @@ def _evaluate_zep(memory: Any, items: Sequence[Item], v: Variant) -> dict[str, A
         if it.type == "knowledge-update":
             ku.append(_knowledge_update(it, facts, max(KS)))
             ku5.append(_knowledge_update(it, facts, 5))
+    if clock is not None:
+        clock.at = None
     return {"recall": tally.table(), "latency_ms": percentiles(latency, (50, 95)),
             "knowledge_update": _ku_summary(ku), "knowledge_update_k5": _ku_summary(ku5),
             "knowledge_update_rows": ku}
@@ -335,12 +351,13 @@ def run_long(path: str | Path, *, per_type: int, embedder: Any, root: Path, prog
         t0, c0 = time.perf_counter(), time.process_time()
         embedder.embed([t.content for t in turns])
         embed_wall, embed_cpu = time.perf_counter() - t0, time.process_time() - c0
-        with Memory(MemoryConfig(data_dir=root / f"long-{name}", embedder=embedder)) as memory:
+        clock = AskedClock()
+        with Memory(MemoryConfig(data_dir=root / f"long-{name}", embedder=embedder), clock=clock) as memory:
             t0, c0 = time.perf_counter(), time.process_time()
             facts = _ingest_bulk(memory, items)
             memory.flush()
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            res = _evaluate_zep(memory, items, Variant("defaults"))
+            res = _evaluate_zep(memory, items, Variant("defaults"), clock)
         systems["zep: defaults"] = res
         words = [sum(len(t.content.split()) for t in it.turns) for it in items]
         out[name] = {
@@ -402,7 +419,8 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
         for n, speaker in enumerate(assistant_speakers):
             label = "zep" if n == 0 else f"zep[assistant_speaker={speaker!r}]"
             base = MemoryConfig(data_dir=root / f"ingest{n}", embedder=embedder, assistant_speaker=speaker)
-            with Memory(base) as memory:
+            clock = AskedClock()
+            with Memory(base, clock=clock) as memory:
                 t0 = time.perf_counter()
                 facts_added = sum(ingest(memory, it) for it in items)
                 memory.flush()
@@ -415,9 +433,9 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
             for v in (variants if n == 0 else variants[:1]):
                 by_config.setdefault(v.config, []).append(v)
             for changes, group in by_config.items():
-                with Memory(base.with_(**dict(changes))) as memory:
+                with Memory(base.with_(**dict(changes)), clock=clock) as memory:
                     for v in group:
-                        res = _evaluate_zep(memory, scored, v)
+                        res = _evaluate_zep(memory, scored, v, clock)
                         res["settings"] = _settings(memory.config, v)
                         systems[f"{label}: {v.name}"] = res
                         progress(f"{label}: {v.name}: all@10 {res['recall']['k10'][ALL]['all']}")

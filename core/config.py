@@ -100,6 +100,9 @@ class ScoringSettings:
         lexical_context_weight: how much the message before a fact (the question a reply
             answers) counts in its lexical match, relative to the fact's own words;
             0 looks up the fact's own words only.
+        time_weight: weight of the time ranking when the input names a time ("two months
+            ago", "last Saturday", "in January"): the candidates that became true then,
+            ranked by cosine; 0 switches it off.
 
     Raises:
         ConfigError: a value is out of range or of the wrong type.
@@ -127,6 +130,7 @@ class ScoringSettings:
     newer_first_similarity: float = 0.9
     asker_weight: float = 3.0
     lexical_context_weight: float = 1.0
+    time_weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -134,8 +138,8 @@ class ScoringSettings:
         if self.graph_mode not in ("boost", "candidates"):
             raise ConfigError(f"graph_mode must be 'boost' or 'candidates', got {self.graph_mode!r}")
         if not all(_is_real(w) and w >= 0 for w in (self.lexical_weight, self.asker_weight,
-                                                      self.lexical_context_weight)):
-            raise ConfigError("lexical_weight, lexical_context_weight and asker_weight must be >= 0")
+                                                      self.lexical_context_weight, self.time_weight)):
+            raise ConfigError("lexical_weight, lexical_context_weight, asker_weight and time_weight must be >= 0")
         if not _is_real(self.newer_first_similarity) or not 0 <= self.newer_first_similarity <= 1:
             raise ConfigError(f"newer_first_similarity must be in [0, 1], got {self.newer_first_similarity!r}")
         _check_counts(self, "lexical_candidates", "rrf_k")

@@ -352,7 +352,7 @@ class Memory:
     def _query(self, input: Any, user_id: str, **options: Any) -> ContextQuery:
         check_id(user_id, "user_id")
         self._check_open()
-        return ContextQuery.parse(self.config, input, user_id=user_id, **options)
+        return ContextQuery.parse(self.config, input, user_id=user_id, now=self.now(), **options)
 
     def entity_history(self, name: str, *, user_id: str = "default") -> list[Fact]:
         """The spec's EntityHistory: every fact about the entity, superseded ones too, oldest first.

@@ -41,6 +41,7 @@ from .config import MemoryConfig, ScoringSettings
 from .errors import NotFoundError, ValidationError
 from .models import Entity, Fact, to_utc
 from .providers.base import Embedder
+from .providers.timeparse import asked_window
 from .resolve import asks_what_the_assistant_said, input_aliases, mentions_first_person, mentions_second_person
 from .stores.base import GraphIndex, VectorIndex
 from .stores.records import RecordStore, iso
@@ -61,6 +62,8 @@ class ContextQuery:
         scoring: the config's scoring settings with this call's overrides.
         as_of: answer what was true then; None for now.
         asker: who "I" is when the text speaks in the first person, else None.
+        window: the stretch of time the text asks about ("two months ago", read against
+            ``as_of`` or the memory's now), as stored ISO strings; None when it names none.
 
     """
 
@@ -69,10 +72,12 @@ class ContextQuery:
     scoring: ScoringSettings
     as_of: datetime | None = None
     asker: str | None = None
+    window: tuple[str, str] | None = None
 
     @classmethod
     def parse(cls, config: MemoryConfig, text: Any, *, user_id: str, limit: Any = None, as_of: Any = None,
-              require_both: Any = None, threshold: Any = None, speaker: Any = None) -> ContextQuery:
+              require_both: Any = None, threshold: Any = None, speaker: Any = None,
+              now: datetime | None = None) -> ContextQuery:
         """Check the arguments of ``get_context`` against the config.
 
         Raises:
@@ -100,7 +105,10 @@ class ContextQuery:
         if not text.strip():
             return cls(text, user_id, config.scoring)  # nothing to look for: no facts
         asker = (speaker or check_text(config.default_speaker, "speaker")) if mentions_first_person(text) else None
-        return cls(text, user_id, replace(config.scoring, **changes) if changes else config.scoring, when, asker)
+        scoring = replace(config.scoring, **changes) if changes else config.scoring
+        asked = when or now
+        window = asked_window(text, asked) if asked is not None and scoring.time_weight else None
+        return cls(text, user_id, scoring, when, asker, (iso(window[0]), iso(window[1])) if window else None)
 
 
 @dataclass(frozen=True)
@@ -126,7 +134,7 @@ def _ranks(scores: Mapping[str, float], order: Mapping[str, str]) -> dict[str, i
 
 def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], scoring: ScoringSettings,
                      *, lexical: Mapping[str, float] | None = None, asker: Collection[str] = (),
-                     recency: Mapping[str, str] | None = None) -> list[Scored]:
+                     recency: Mapping[str, str] | None = None, in_window: Collection[str] = ()) -> list[Scored]:
     """Rank the candidates of one query; ties go to the fact with more of the question's words, then the newer.
 
     A fact *matches* by meaning when its cosine ``sm >= semantic_threshold``, by words
@@ -148,6 +156,8 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
         lexical: BM25 score of the facts the lexical index found.
         asker: the graph candidates that touch the asker of a first-person input.
         recency: sortable ``valid_from`` per id, used to break ties.
+        in_window: the candidates that became true in the time the input names; with
+            ``fusion="rrf"`` they form a fourth ranking, by cosine, of weight ``time_weight``.
 
     """
     lexical, recency = lexical or {}, recency or {}
@@ -175,10 +185,12 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
         by_sem = _ranks({i: sem[i] for i in keep if sem.get(i, 0.0) >= scoring.semantic_threshold}, recency)
         by_lex = _ranks({i: lexical[i] for i in keep if lexical.get(i, 0.0) > 0}, recency)
         by_graph = _ranks({i: g + sem.get(i, 0.0) / 2 for i, g in graph_hits.items()}, recency)  # hop, then cosine
+        by_time = _ranks({i: sem.get(i, 0.0) for i in keep if i in in_window}, recency) if scoring.time_weight else {}
         for fid in keep:
             w_g = scoring.asker_weight if fid in asker else scoring.graph_weight
             total = sum(w / (c + ranks[fid]) for w, ranks in ((scoring.semantic_weight, by_sem),
-                        (scoring.lexical_weight, by_lex), (w_g, by_graph)) if fid in ranks)
+                        (scoring.lexical_weight, by_lex), (w_g, by_graph), (scoring.time_weight, by_time))
+                        if fid in ranks)
             out.append(Scored(fid, total, sem.get(fid, 0.0), graph.get(fid, 0.0), lexical.get(fid, 0.0)))
     # a tie is a tie however the sum was ordered (1/61 + 1/62 against 1/62 + 1/61): 9 digits
     out.sort(key=lambda s: (round(s.score, 9), s.lexical, recency.get(s.fact_id, ""), s.fact_id), reverse=True)
@@ -322,9 +334,11 @@ class Retriever:
                 semantic[fid] = float(valid[fid][_VECTOR] @ vector)
         recency = {i: r[_FROM] for i, r in valid.items()}
         asker = {i for i in graph if {valid[i][_SUBJECT_ID], valid[i][_OBJECT_ID]} & asker_ids}
+        start, end = query.window or ("", "")
+        in_window = {i for i, r in valid.items() if start <= r[_FROM] < end}
         ranked = score_candidates({i: s for i, s in semantic.items() if i in valid}, graph, scoring,
                                   lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker,
-                                  recency=recency)
+                                  recency=recency, in_window=in_window)
         ranked = ranked[: 2 * scoring.context_limit]  # a newer near-duplicate may come from just below the cut
         older: dict[str, str] = {}
         if scoring.newer_first_similarity < 1.0 and len(ranked) > 1:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 
-__all__ = ["TimeMention", "duration_start", "find_times", "resolve_time"]
+__all__ = ["TimeMention", "asked_window", "duration_start", "find_times", "resolve_time"]
 
 _MONTHS = {
     "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3,
@@ -191,6 +191,61 @@ def duration_start(text: str, reference: datetime) -> datetime | None:
     ref = _aware(reference)
     start = _back(ref, _count(match["n"]), match["u"])
     return _back(start, _count(match["n2"]), match["u2"]) if match["n2"] else start
+
+
+_DAY = timedelta(days=1)
+_AGO_SLACK = {"day": 2, "week": 4, "month": 20, "year": 183}  # days either side of "N units ago"
+_DAY_WORDS = re.compile(rf"yesterday|last night|today|tonight|tomorrow|morning|afternoon|evening|day before"
+                        rf"|\b{_WEEKDAY}(?!\w)|\b\d{{1,2}}(?:st|nd|rd|th)?\b", re.IGNORECASE)
+_SEASON_WORDS = re.compile(r"spring|summer|fall|autumn|winter", re.IGNORECASE)
+_MONTH_WORDS = re.compile(rf"\bmonth|\b{_MONTH}(?!\w)", re.IGNORECASE)
+
+
+def asked_window(text: str, reference: datetime) -> tuple[datetime, datetime] | None:
+    """The stretch of time a question asks about, or ``None``: "two months ago", "last Saturday", "in January".
+
+    Each mention becomes the period it names, with slack for how loosely people say it:
+    a day ±1–2 days ("last Saturday", "a couple of days ago"), a week with two days each
+    side, a month ±3 days ("in January", "last month"), "N months ago" ±20 days, a season,
+    a year. Mentions that open or close a period ("since 2019", "until May") are not a
+    window. Several mentions give the stretch that covers them all.
+
+    Example:
+        >>> from datetime import datetime, timezone
+        >>> start, end = asked_window("What did I do two weeks ago?", datetime(2023, 5, 20, tzinfo=timezone.utc))
+        >>> start.date().isoformat(), end.date().isoformat()
+        ('2023-05-02', '2023-05-11')
+
+    """
+    ref = _aware(reference)
+    spans = [s for s in (_window(m, ref) for m in find_times(text, ref)) if s is not None]
+    if not spans:
+        return None
+    return min(s for s, _ in spans), max(e for _, e in spans)
+
+
+_UNIT_DAYS = {"week": 7, "month": 31, "year": 366}
+
+
+def _window(m: TimeMention, ref: datetime) -> tuple[datetime, datetime] | None:
+    if m.bound is not None:
+        return None
+    said, when = m.text.lower(), m.when
+    if said.startswith("past ") and not said.endswith("weekend"):  # "the past month": the last 31 days
+        days = next(d for u, d in _UNIT_DAYS.items() if u in said)
+        return ref - (days + 2) * _DAY, ref + _DAY
+    if said.endswith("ago"):
+        unit = next(u for u in _AGO_SLACK if u in said)
+        return when - _AGO_SLACK[unit] * _DAY, when + (_AGO_SLACK[unit] + 1) * _DAY
+    if _DAY_WORDS.search(said):
+        return when - _DAY, when + 2 * _DAY
+    if "week" in said:
+        return when - 2 * _DAY, when + 9 * _DAY
+    if _SEASON_WORDS.search(said):
+        return when - 7 * _DAY, when + 99 * _DAY
+    if _MONTH_WORDS.search(said):
+        return when - 3 * _DAY, when + 34 * _DAY
+    return when, when + 366 * _DAY  # a year
 
 
 def _aware(reference: datetime) -> datetime:

@@ -75,9 +75,12 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
     facts = records.get_facts(user, list(set(semantic) | set(scores)))
     valid = {i: f for i, f in facts.items() if (f.valid_at(when) if when else f.is_current)}
     recency = {i: iso(f.valid_from) for i, f in valid.items()}
+    start, end = query.window or ("", "")
+    in_window = {i for i, f in valid.items() if start <= iso(f.valid_from) < end}
     ranked = score_candidates({i: s for i, s in semantic.items() if i in valid},
                               {i: g for i, g in scores.items() if i in valid}, scoring,
-                              lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker, recency=recency)
+                              lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker, recency=recency,
+                              in_window=in_window)
     ranked = ranked[: 2 * scoring.context_limit]
     top = [s.fact_id for s in ranked]
     ranked, older = newer_first(ranked, records.fact_vectors(user, top),
@@ -132,6 +135,24 @@ def test_as_of_ranking_equals_the_unoptimised_one(corpus):
         assert got == reference(memory, query), (text, when)
         found += len(got)
     assert found > 30
+
+
+#: A time named in a question, and a "now" that puts the corpus (its first days of 2024) inside it.
+NAMED_TIMES = {"last month": datetime(2024, 2, 10, tzinfo=UTC), "two months ago": datetime(2024, 3, 2, tzinfo=UTC),
+               "in January": datetime(2024, 2, 15, tzinfo=UTC), "last Monday": datetime(2024, 1, 3, tzinfo=UTC)}
+
+
+@pytest.mark.parametrize("when", list(NAMED_TIMES))
+def test_a_question_naming_a_time_ranks_as_the_unoptimised_one(corpus, when):
+    memory, users = corpus
+    in_window = 0
+    for user, text in queries(users, 20, seed=13):
+        query = ContextQuery.parse(memory.config, f"{text.rstrip('?')} {when}?", user_id=user.id,
+                                   speaker=user.name, now=NAMED_TIMES[when])
+        got = memory._retrieval.get_context(query)
+        assert [(f.id, f.score, f.newer_fact_id) for f in got] == reference(memory, query), query.text
+        in_window += sum(query.window[0] <= iso(f.valid_from) < query.window[1] for f in got)
+    assert in_window > 20  # the time signal took part
 
 
 def test_context_block_names_the_entities_of_its_facts(corpus):
