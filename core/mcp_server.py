@@ -38,7 +38,7 @@ from .validation import check_id
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-__all__ = ["create_mcp_server"]
+__all__ = ["Unavailable", "create_mcp_server"]
 
 _SELF_WORDS = frozenset({"i", "me", "myself", "user", "the user"})
 
@@ -60,6 +60,26 @@ def _import_sdk() -> Any:
         raise ConfigError(f"the MCP server needs the official mcp SDK 2.x: {install_hint('mcp')}; "
                           f"import failed: {exc}") from None
     return MCPServer, ToolError
+
+
+class Unavailable:
+    """A memory that cannot serve (the service refused the key, or cannot be reached): every call raises why.
+
+    ``zep-memory mcp --url`` serves its tools over one when the service refuses it at start, so
+    that the host's client reads what is wrong in each tool's answer instead of a closed
+    connection.
+    """
+
+    def __init__(self, error: ZepMemoryError) -> None:
+        from .config import MemoryConfig
+
+        self.error, self.config = error, MemoryConfig()
+
+    def __getattr__(self, name: str) -> Any:
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise self.error
+
+        return refuse
 
 
 def create_mcp_server(memory: Any, *, user_id: str, user_name: str | None = None, allow_forget: bool = False,
@@ -114,11 +134,11 @@ def create_mcp_server(memory: Any, *, user_id: str, user_name: str | None = None
             as_of: an ISO date or time (e.g. "2024-01-31") to ask what was true then instead of now.
 
         """
-        if not memory.has_user(user_id):
-            return "Nothing is stored in memory for this user yet."
         if not 1 <= limit <= 50:
             return "limit must be between 1 and 50."
         try:
+            if not memory.has_user(user_id):
+                return "Nothing is stored in memory for this user yet."
             facts = memory.get_context(query, user_id=user_id, limit=limit, as_of=as_of, speaker=speaker)
         except ValidationError as exc:
             return f"Could not search memory: {exc}"

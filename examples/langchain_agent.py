@@ -11,7 +11,7 @@ Run it::
     python examples/langchain_agent.py              # offline: a scripted chat model
     OPENAI_API_KEY=... python examples/langchain_agent.py   # a real model, if langchain-openai is installed
 
-Options: ``--data-dir DIR`` keeps the memory in DIR (default: a temporary folder),
+Options: ``--data DIR`` keeps the memory in DIR (default: a temporary folder),
 ``--offline`` uses the scripted model even when a key is set, ``OPENAI_MODEL`` picks
 the model (default gpt-4o-mini).
 """
@@ -93,7 +93,8 @@ def _indent(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", help="keep the memory here (default: a temporary folder)")
+    parser.add_argument("--data", "--data-dir", dest="data_dir", metavar="DIR",
+                        help="keep the memory here (default: a temporary folder)")
     parser.add_argument("--offline", action="store_true", help="use the scripted model even if a key is set")
     args = parser.parse_args(argv)
     model = None if args.offline else real_model()

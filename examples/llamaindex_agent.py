@@ -5,7 +5,7 @@ to Berlin, then asks where she lives now and where she lived before. Memory puts
 what is true now in front of the agent; the ``entity_history`` tool shows the past.
 Each turn prints what memory supplied and every tool call.
 
-    python examples/llamaindex_agent.py [DATA_DIR]
+    python examples/llamaindex_agent.py [--data DIR]
 
 Offline by default (LlamaIndex's MockFunctionCallingLLM playing a short script).
 With ``OPENAI_API_KEY`` set and ``llama-index-llms-openai`` installed, a real model
@@ -20,20 +20,22 @@ import os
 import tempfile
 import textwrap
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from llama_index.core.agent.workflow import FunctionAgent, ToolCallResult
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms import LLM
 from llama_index.core.llms.mock import MockFunctionCallingLLM
-from zep_core import Memory
+from zep_core import Memory, MemoryConfig
 
 from zep_llamaindex import ZepMemory, create_memory_tools
 
+#: (session, when it happens, what Ada says): the memory's clock is set to each date.
 SESSIONS = [
-    ("session-1", "Hi, I'm Ada. I live in Paris."),
-    ("session-2", "Big news: I moved to Berlin."),
-    ("session-3", "Where do I live now, and where did I live before?"),
+    ("session-1", datetime(2024, 1, 10, 9, tzinfo=timezone.utc), "Hi, I'm Ada. I live in Paris."),
+    ("session-2", datetime(2024, 2, 14, 18, tzinfo=timezone.utc), "Big news: I moved to Berlin."),
+    ("session-3", datetime(2024, 3, 20, 8, tzinfo=timezone.utc), "Where do I live now, and where did I live before?"),
 ]
 SYSTEM_PROMPT = "You are Ada's assistant. Use the memory you are given; call entity_history for the past."
 
@@ -71,7 +73,7 @@ async def session(memory: Memory, llm: LLM, session_id: str, text: str) -> None:
     chat_memory = ZepMemory(memory=memory, session_id=session_id, user_id="ada", user_name="Ada", end_every=1)
     agent = FunctionAgent(tools=create_memory_tools(memory, user_id="ada", user_name="Ada"), llm=llm,
                           system_prompt=SYSTEM_PROMPT)
-    print(f"== {session_id}\n  Ada: {text}")
+    print(f"== {session_id} ({memory.now().date().isoformat()})\n  Ada: {text}")
     show("memory supplied", chat_memory.context_for(text))
     handler = agent.run(user_msg=text, memory=chat_memory)
     async for event in handler.stream_events():
@@ -83,14 +85,17 @@ async def session(memory: Memory, llm: LLM, session_id: str, text: str) -> None:
 
 def run(data_dir: str) -> None:
     llm = pick_llm()
-    with Memory.open(data_dir) as memory:
-        for session_id, text in SESSIONS:
+    today = [SESSIONS[0][1]]
+    with Memory(MemoryConfig(data_dir=data_dir), clock=lambda: today[0]) as memory:
+        for session_id, when, text in SESSIONS:
+            today[0] = when
             asyncio.run(session(memory, llm, session_id, text))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data_dir", nargs="?", help="keep the memory here (default: a temporary folder)")
+    parser.add_argument("--data", "--data-dir", dest="data_dir", metavar="DIR",
+                        help="keep the memory here (default: a temporary folder)")
     args = parser.parse_args(argv)
     if args.data_dir:
         run(args.data_dir)

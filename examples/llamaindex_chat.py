@@ -4,7 +4,7 @@ Ada says she lives in Paris, later that she moved to Berlin, and then asks where
 she lives. Each turn prints what memory supplied to the LLM; the last part shows
 the same facts as retriever nodes.
 
-    python examples/llamaindex_chat.py [DATA_DIR]
+    python examples/llamaindex_chat.py [--data DIR]
 
 Offline by default (LlamaIndex's MockLLM, zep-memory's embedded defaults). With
 ``OPENAI_API_KEY`` set and ``llama-index-llms-openai`` installed, a real model
@@ -18,20 +18,23 @@ import os
 import tempfile
 import textwrap
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from llama_index.core.base.llms.types import CompletionResponse
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import LLM, MockLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
-from zep_core import Memory
+from zep_core import Memory, MemoryConfig
 
 from zep_llamaindex import ZepMemory, ZepRetriever
 
+#: (session, when it happens, what Ada says): the memory's clock is set to each date, so the facts are
+#: dated as they would be in a real app and the move is weeks after the first session.
 SESSIONS = [
-    ("session-1", ["Hi, I'm Ada. I live in Paris and I work at Acme."]),
-    ("session-2", ["Big news: I moved to Berlin."]),
-    ("session-3", ["Where do I live now?"]),
+    ("session-1", datetime(2024, 1, 10, 9, tzinfo=timezone.utc), ["Hi, I'm Ada. I live in Paris and I work at Acme."]),
+    ("session-2", datetime(2024, 2, 14, 18, tzinfo=timezone.utc), ["Big news: I moved to Berlin."]),
+    ("session-3", datetime(2024, 3, 20, 8, tzinfo=timezone.utc), ["Where do I live now?"]),
 ]
 
 
@@ -62,9 +65,11 @@ def show(label: str, text: str) -> None:
 
 def run(data_dir: str) -> None:
     llm = pick_llm()
-    with Memory.open(data_dir) as memory:
-        for session_id, lines in SESSIONS:
-            print(f"== {session_id}")
+    today = [SESSIONS[0][1]]
+    with Memory(MemoryConfig(data_dir=data_dir), clock=lambda: today[0]) as memory:
+        for session_id, when, lines in SESSIONS:
+            today[0] = when
+            print(f"== {session_id} ({when.date().isoformat()})")
             chat_memory = ZepMemory(memory=memory, session_id=session_id, user_id="ada", user_name="Ada")
             engine = SimpleChatEngine.from_defaults(llm=llm, memory=chat_memory)
             for text in lines:
@@ -86,7 +91,8 @@ def run(data_dir: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data_dir", nargs="?", help="keep the memory here (default: a temporary folder)")
+    parser.add_argument("--data", "--data-dir", dest="data_dir", metavar="DIR",
+                        help="keep the memory here (default: a temporary folder)")
     args = parser.parse_args(argv)
     if args.data_dir:
         run(args.data_dir)

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from .. import ConfigError, NotFoundError, ValidationError
+from .. import ConfigError, NotFoundError, ValidationError, ZepMemoryError
 from ..errors import install_hint
 from .options import emit, open_memory, user_of
 
@@ -504,10 +504,20 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             server.run("streamable-http", host=args.host, port=args.port)
 
     if args.url:
+        from ..mcp_server import Unavailable
         from ..server import RemoteMemory
 
         with RemoteMemory(args.url, api_key=os.environ.get("ZEP_MEMORY_API_KEY")) as remote:
-            serve(remote)
+            try:  # the key and the user, checked once: a host's client only sees what the tools answer
+                remote.has_user(args.user)
+            except ZepMemoryError as exc:
+                reason = (f"the memory service at {args.url} will not serve user {args.user!r}: "
+                          f"{' '.join(str(exc).split())}. Set ZEP_MEMORY_API_KEY (in the host's MCP config, under "
+                          f"\"env\") to a key that may use {args.user!r}, then restart this MCP server.")
+                print(f"zep-memory: {reason}", file=sys.stderr, flush=True)
+                serve(Unavailable(type(exc)(reason)))
+            else:
+                serve(remote)
     else:
         with open_memory(args, create=True, end_left_sessions=True) as memory:
             serve(memory)

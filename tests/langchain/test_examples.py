@@ -23,7 +23,7 @@ def _no_key(monkeypatch):
 
 
 def test_agent_example_prints_the_memory_the_model_got(tmp_path, capsys):
-    assert load("langchain_agent").main(["--data-dir", str(tmp_path)]) == 0
+    assert load("langchain_agent").main(["--data", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Model: scripted (offline)" in out
     third = out.split("=== s3 ===")[1]
@@ -33,7 +33,7 @@ def test_agent_example_prints_the_memory_the_model_got(tmp_path, capsys):
 
 
 def test_rag_example_prints_the_retrieved_facts_and_answers_from_them(tmp_path, capsys):
-    assert load("langchain_rag").main(["--data-dir", str(tmp_path)]) == 0
+    assert load("langchain_rag").main(["--data", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     now, then = out.split("Q: ")[1:3]
     assert "Alice lives in Berlin." in now and "Paris" not in now

@@ -41,3 +41,13 @@ def test_agent_example_runs_offline(tmp_path, capsys, monkeypatch):
     supplied = out.split("memory supplied:")[1].split("tool entity_history")[0]
     assert "Ada lives in Berlin." in supplied and "Paris" not in supplied
     assert "Ada lives in Paris. (superseded)" in out and "now: Ada lives in Berlin." in out
+
+
+@pytest.mark.parametrize("name", ["llamaindex_chat", "llamaindex_agent"])
+def test_examples_take_the_data_folder_as_the_cli_does_and_date_the_sessions(name, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert load(name).main(["--data", str(tmp_path / "kept")]) == 0
+
+    out = capsys.readouterr().out
+    assert "== session-2 (2024-02-14)" in out
+    assert (tmp_path / "kept").is_dir()  # the memory was kept where --data said

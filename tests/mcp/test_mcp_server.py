@@ -181,3 +181,35 @@ def test_zep_memory_mcp_over_streamable_http(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+@pytest.mark.parametrize(("key", "says"), [("not-a-key-0123456789abcdef", "API key"), (None, "API key"),
+                                           ("bob-key-0123456789abcdef", "alice")])
+def test_over_the_service_a_refused_key_reaches_the_mcp_client_as_what_is_wrong(memory, key, says):
+    """Not as "Connection closed": the server starts, lists its tools, and each call says why it cannot serve."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from mcp import StdioServerParameters
+    from zep_core.server import create_app
+
+    from tests.server.conftest import keyring, serving
+
+    exe = Path(sys.executable).with_name("zep-memory")
+    env = {k: v for k, v in os.environ.items() if k != "ZEP_MEMORY_API_KEY"}
+    if key is not None:
+        env["ZEP_MEMORY_API_KEY"] = key
+    with serving(create_app(memory, keyring())) as url:
+        params = StdioServerParameters(command=str(exe), args=["mcp", "--url", url, "--user", "alice"], env=env)
+
+        async def run():
+            async with Client(params) as client:
+                names = sorted(t.name for t in (await client.list_tools()).tools)
+                result = await client.call_tool("search_memory", {"query": "Where do I live?"})
+                return names, result.is_error, result.content[0].text
+
+        names, is_error, text = asyncio.run(run())
+
+    assert "search_memory" in names
+    assert is_error and says in text and "ZEP_MEMORY_API_KEY" in text, text
