@@ -14,10 +14,18 @@ def python_blocks(text: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
 
 
-def test_the_use_it_snippet_runs_and_supersedes_paris(tmp_path, monkeypatch):
+def test_the_use_it_snippet_runs_as_a_script_prints_berlin_and_supersedes_paris(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
     snippet = next(b for b in python_blocks(README.read_text(encoding="utf-8")) if "Memory.open(" in b)
+    (tmp_path / "use_it.py").write_text(snippet, encoding="utf-8")
     monkeypatch.chdir(tmp_path)  # it writes ./data
-    exec(compile(snippet, str(README), "exec"), {})
+    run = subprocess.run([sys.executable, "use_it.py"], capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    first = run.stdout.split("get_context")[1].splitlines()[1]
+    assert "Alice lives in Berlin." in first, run.stdout
+    assert "Alice lives in Paris." in run.stdout.split("entity_history")[1]  # in the history, with its end date
     with Memory.open("./data") as memory:
         block = memory.context_block("Where does Alice live?", user_id="alice")
         assert "Berlin" in block and "Paris" not in block
