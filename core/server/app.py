@@ -172,6 +172,26 @@ def _episodes_users(body: wire.ConversationEndManyRequest) -> Scope:
     return Scope(tuple(dict.fromkeys(e.user_id for e in body.episodes)))
 
 
+def _key_user(principal: Principal) -> str:
+    """The user a request that names none is for: the key's only user; any other key must name one."""
+    if not principal.admin and len(principal.users) == 1:
+        return next(iter(principal.users))
+    may = "any user" if principal.admin else f"{len(principal.users)} users"
+    raise ValidationError(f"user_id is required: this key may use {may}, so say which one (there is no shared "
+                          "default user; a key bound to one user may leave it out)")
+
+
+def _named_user(verb: "Verb", body: Any, principal: Principal) -> Any:
+    """``body`` with the key's user where a verb of one user names none (:func:`_key_user`)."""
+    if verb.scope is _one_user and body.user_id is None:
+        return body.model_copy(update={"user_id": _key_user(principal)})
+    if verb.scope is _episodes_users and any(e.user_id is None for e in body.episodes):
+        user = _key_user(principal)
+        return body.model_copy(update={"episodes": [e if e.user_id is not None else e.model_copy(
+            update={"user_id": user}) for e in body.episodes]})
+    return body
+
+
 def _episode_scope(body: wire.EpisodeRequest) -> Scope:
     return Scope((body.user_id,)) if body.user_id is not None else Scope()
 
@@ -634,6 +654,7 @@ def _server(memory: Memory, workers: Executor) -> Serve:
 
     async def serve(verb: Verb, principal: Principal, body: Any) -> Response:
         nonlocal in_flight
+        body = _named_user(verb, body, principal)
         authorize(principal, verb.scope(body))
         if verb.quick and not in_flight and typical_ms.get(verb.name, 0.0) <= INLINE_MS:
             return timed(verb, body, principal)  # no await: nothing else runs on the loop meanwhile

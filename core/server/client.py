@@ -336,7 +336,7 @@ class RemoteMemory:
 
     # -- the handler -------------------------------------------------------------------------------
 
-    def conversation_end(self, session_id: str, messages: Sequence[Any], *, user_id: str = "default",
+    def conversation_end(self, session_id: str, messages: Sequence[Any], *, user_id: str | None = None,
                          episode_id: str | None = None) -> IngestResult:
         """:meth:`Memory.conversation_end` on the server; retried only when ``episode_id`` is given.
 
@@ -345,7 +345,7 @@ class RemoteMemory:
         return wire.ingest_result_from_dict(self._call("conversation_end", self._end_payload(
             session_id, messages, user_id, episode_id), idempotent=episode_id is not None))
 
-    async def aconversation_end(self, session_id: str, messages: Sequence[Any], *, user_id: str = "default",
+    async def aconversation_end(self, session_id: str, messages: Sequence[Any], *, user_id: str | None = None,
                                 episode_id: str | None = None) -> IngestResult:
         """:meth:`conversation_end`, awaited."""
         return wire.ingest_result_from_dict(await self._acall("conversation_end", self._end_payload(
@@ -375,28 +375,28 @@ class RemoteMemory:
 
     # -- queries -------------------------------------------------------------------------------------
 
-    def get_context(self, input: str, *, user_id: str = "default", limit: int | None = None,
+    def get_context(self, input: str, *, user_id: str | None = None, limit: int | None = None,
                     as_of: datetime | str | None = None, require_both: bool | None = None,
                     threshold: float | None = None, speaker: str | None = None) -> list[Fact]:
         """:meth:`Memory.get_context` on the server: the facts, each with its score and parts."""
         return [fact_from_dict(f) for f in self._call("get_context", self._context_payload(
             input, user_id, limit, as_of, require_both=require_both, threshold=threshold, speaker=speaker))]
 
-    async def aget_context(self, input: str, *, user_id: str = "default", limit: int | None = None,
+    async def aget_context(self, input: str, *, user_id: str | None = None, limit: int | None = None,
                            as_of: datetime | str | None = None, require_both: bool | None = None,
                            threshold: float | None = None, speaker: str | None = None) -> list[Fact]:
         """:meth:`get_context`, awaited."""
         return [fact_from_dict(f) for f in await self._acall("get_context", self._context_payload(
             input, user_id, limit, as_of, require_both=require_both, threshold=threshold, speaker=speaker))]
 
-    def context_block(self, input: str, *, user_id: str = "default", limit: int | None = None,
+    def context_block(self, input: str, *, user_id: str | None = None, limit: int | None = None,
                       as_of: datetime | str | None = None, max_entities: int = 5,
                       speaker: str | None = None) -> str:
         """:meth:`Memory.context_block` on the server."""
         return self._call("context_block", self._context_payload(input, user_id, limit, as_of,
                                                                  max_entities=max_entities, speaker=speaker))
 
-    async def acontext_block(self, input: str, *, user_id: str = "default", limit: int | None = None,
+    async def acontext_block(self, input: str, *, user_id: str | None = None, limit: int | None = None,
                              as_of: datetime | str | None = None, max_entities: int = 5,
                              speaker: str | None = None) -> str:
         """:meth:`context_block`, awaited."""
@@ -407,21 +407,21 @@ class RemoteMemory:
     def _context_payload(input: Any, user_id: str, limit: Any, as_of: Any, **options: Any) -> dict[str, Any]:
         return {"input": input, "user_id": user_id, "limit": limit, "as_of": _wire_time(as_of), **options}
 
-    def entity_history(self, name: str, *, user_id: str = "default") -> list[Fact]:
+    def entity_history(self, name: str, *, user_id: str | None = None) -> list[Fact]:
         """:meth:`Memory.entity_history` on the server."""
         return [fact_from_dict(f) for f in self._call("entity_history", {"name": name, "user_id": user_id})]
 
-    def related_entities(self, name: str, *, user_id: str = "default", limit: int = 10) -> list[Entity]:
+    def related_entities(self, name: str, *, user_id: str | None = None, limit: int = 10) -> list[Entity]:
         """:meth:`Memory.related_entities` on the server."""
         found = self._call("related_entities", {"name": name, "user_id": user_id, "limit": limit})
         return [entity_from_dict(e) for e in found]
 
-    def get_entity(self, name: str, *, user_id: str = "default") -> Entity:
+    def get_entity(self, name: str, *, user_id: str | None = None) -> Entity:
         """:meth:`Memory.get_entity` on the server."""
         return entity_from_dict(self._call("get_entity", {"name": name, "user_id": user_id}))
 
     def cypher(self, query: str, params: Mapping[str, Any] | None = None, *,
-               user_id: str = "default") -> list[dict[str, Any]]:
+               user_id: str | None = None) -> list[dict[str, Any]]:
         """:meth:`Memory.cypher` on the server: read-only, over the user's graph only.
 
         Values that JSON cannot hold come back as text (times as ISO 8601), durations as
@@ -507,25 +507,25 @@ class RemoteMemory:
 
     # -- chat sessions ------------------------------------------------------------------------------------
 
-    def add_messages(self, session_id: str, messages: Sequence[Any], *, user_id: str = "default") -> None:
+    def add_messages(self, session_id: str, messages: Sequence[Any], *, user_id: str | None = None) -> None:
         """:meth:`Memory.add_messages` on the server (sent once: a retry could store the turns twice)."""
         self._call("add_messages", {"session_id": session_id, "messages": _wire_messages(messages),
                                     "user_id": user_id}, idempotent=False)
 
-    def get_messages(self, session_id: str, *, user_id: str = "default", limit: int | None = None) -> list[Message]:
+    def get_messages(self, session_id: str, *, user_id: str | None = None, limit: int | None = None) -> list[Message]:
         """:meth:`Memory.get_messages` on the server."""
         found = self._call("get_messages", {"session_id": session_id, "user_id": user_id, "limit": limit})
         return [message_from_dict(m) for m in found]
 
-    def unended_count(self, session_id: str, *, user_id: str = "default") -> int:
+    def unended_count(self, session_id: str, *, user_id: str | None = None) -> int:
         """:meth:`Memory.unended_count` on the server."""
         return self._call("unended_count", {"session_id": session_id, "user_id": user_id})
 
-    def clear_messages(self, session_id: str, *, user_id: str = "default") -> None:
+    def clear_messages(self, session_id: str, *, user_id: str | None = None) -> None:
         """:meth:`Memory.clear_messages` on the server."""
         self._call("clear_messages", {"session_id": session_id, "user_id": user_id})
 
-    def end_session(self, session_id: str, *, user_id: str = "default") -> IngestResult | None:
+    def end_session(self, session_id: str, *, user_id: str | None = None) -> IngestResult | None:
         """:meth:`Memory.end_session` on the server."""
         found = self._call("end_session", {"session_id": session_id, "user_id": user_id}, idempotent=False)
         return None if found is None else wire.ingest_result_from_dict(found)

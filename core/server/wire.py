@@ -60,12 +60,17 @@ class MessageIn(_Request):
     extra: dict[str, Any] | None = None  # the session buffer's tool calls, blocks, kwargs (never extracted)
 
 
+#: What ``user_id`` is on the verbs of one user.
+USER_ID = ("the tenant; may be left out when the API key is bound to one user (it is that user), and is "
+           "required otherwise: there is no shared default user")
+
+
 class ConversationEndRequest(_Request):
     """:meth:`Memory.conversation_end`."""
 
     session_id: str
     messages: list[MessageIn]
-    user_id: str = "default"
+    user_id: str | None = Field(None, description=USER_ID)
     episode_id: str | None = None
 
 
@@ -74,7 +79,7 @@ class EpisodeIn(_Request):
 
     session_id: str
     messages: list[MessageIn]
-    user_id: str = "default"
+    user_id: str | None = Field(None, description=USER_ID)
     episode_id: str | None = None
 
 
@@ -89,7 +94,7 @@ class ContextRequest(_Request):
     """:meth:`Memory.get_context`."""
 
     input: str
-    user_id: str = "default"
+    user_id: str | None = Field(None, description=USER_ID)
     limit: int | None = None
     as_of: str | None = Field(None, description="ISO 8601: what was true then instead of now")
     require_both: bool | None = None
@@ -101,7 +106,7 @@ class ContextBlockRequest(_Request):
     """:meth:`Memory.context_block`."""
 
     input: str
-    user_id: str = "default"
+    user_id: str | None = Field(None, description=USER_ID)
     limit: int | None = None
     as_of: str | None = Field(None, description="ISO 8601: what was true then instead of now")
     max_entities: int = 5
@@ -112,14 +117,14 @@ class EntityRequest(_Request):
     """:meth:`Memory.entity_history` and :meth:`Memory.get_entity`."""
 
     name: str
-    user_id: str = "default"
+    user_id: str | None = Field(None, description=USER_ID)
 
 
 class RelatedRequest(_Request):
     """:meth:`Memory.related_entities`."""
 
     name: str
-    user_id: str = "default"
+    user_id: str | None = Field(None, description=USER_ID)
     limit: int = 10
 
 
@@ -128,7 +133,7 @@ class CypherRequest(_Request):
 
     query: str
     params: dict[str, Any] | None = None
-    user_id: str = "default"
+    user_id: str | None = Field(None, description=USER_ID)
 
 
 class UserRequest(_Request):
@@ -160,21 +165,21 @@ class MessagesRequest(_Request):
 
     session_id: str
     messages: list[MessageIn]
-    user_id: str = "default"
+    user_id: str | None = Field(None, description=USER_ID)
 
 
 class SessionRequest(_Request):
     """A session verb: ``unended_count``, ``clear_messages``, ``end_session``."""
 
     session_id: str
-    user_id: str = "default"
+    user_id: str | None = Field(None, description=USER_ID)
 
 
 class SessionWindowRequest(_Request):
     """:meth:`Memory.get_messages`."""
 
     session_id: str
-    user_id: str = "default"
+    user_id: str | None = Field(None, description=USER_ID)
     limit: int | None = None
 
 

@@ -185,11 +185,14 @@ def test_now_and_config_mirror_the_served_memory(server, remote, clock):
 
 
 def test_remote_memory_has_the_signature_of_memory_for_every_verb():
+    """The same parameters and defaults, but one: where Memory's ``user_id`` is "default", a RemoteMemory's is
+    None, the key's user (the server refuses a request that names no user unless its key is bound to one)."""
     for name in sorted(FACADE - {"open"}):
         remote_sig, local_sig = inspect.signature(getattr(RemoteMemory, name)), inspect.signature(getattr(Memory,
                                                                                                           name))
-        assert [(p.name, p.kind, p.default) for p in remote_sig.parameters.values()] == [
-            (p.name, p.kind, p.default) for p in local_sig.parameters.values()], name
+        local = [(p.name, p.kind, None if p.name == "user_id" and p.default == "default" else p.default)
+                 for p in local_sig.parameters.values()]
+        assert [(p.name, p.kind, p.default) for p in remote_sig.parameters.values()] == local, name
 
 
 def test_every_endpoint_has_its_remote_memory_method():
@@ -353,3 +356,21 @@ def test_a_missing_server_extra_says_how_to_install_it():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "pip install 'zep-memory[server]'" in out
 
+
+
+def test_a_request_without_user_id_is_the_keys_user_or_refused(server, remote):
+    """No shared default user over HTTP: a key bound to one user may leave user_id out; any other key may not."""
+    from zep_core import Message, ValidationError
+
+    alice, admin = remote("alice"), remote("admin")
+    alice.conversation_end("s1", [Message("I live in Lisbon.", name="Alice")])
+
+    assert "Alice lives in Lisbon." in [f.content for f in server.memory.get_context("Where does Alice live?",
+                                                                                     user_id="alice")]
+    assert "Alice lives in Lisbon." in [f.content for f in alice.get_context("Where does Alice live?")]
+    assert not server.memory.has_user("default")
+    with pytest.raises(ValidationError, match="user_id is required: this key may use any user"):
+        admin.get_context("Where does Alice live?")
+    with pytest.raises(ValidationError, match="user_id is required: this key may use 2 users"):
+        remote("carol").conversation_end("s1", [Message("I live in Rome.", name="Carol")])
+    assert not server.memory.has_user("default")

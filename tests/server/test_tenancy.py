@@ -41,12 +41,12 @@ def cross_tenant_requests(bob_export: str, alice_export: str) -> dict[str, list[
     """For each verb, requests alice's key may not make: bob's data, or the whole store."""
     bob = {"user_id": "bob"}
     return {
-        "conversation_end": [Req({"session_id": "x", "messages": _message("I live in Rome."), **bob}),
-                             Req({"session_id": "x", "messages": _message("I live in Rome.")})],  # "default"
+        # (a request without user_id is the key's own user: tests/server/test_round_trip.py)
+        "conversation_end": [Req({"session_id": "x", "messages": _message("I live in Rome."), **bob})],
         "conversation_end_many": [Req({"episodes": [
             {"session_id": "x", "messages": _message("I live in Rome."), "user_id": "alice"},
             {"session_id": "y", "messages": _message("I live in Oslo."), **bob}]})],
-        "get_context": [Req({"input": "Where does Bob live?", **bob}), Req({"input": "Where does Bob live?"})],
+        "get_context": [Req({"input": "Where does Bob live?", **bob})],
         "context_block": [Req({"input": "Where does Bob live?", **bob})],
         "entity_history": [Req({"name": "Bob", **bob})],
         "related_entities": [Req({"name": "Bob", **bob})],
