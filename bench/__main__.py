@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .common import LOCOMO_DEV, LONGMEMEVAL_DEV, RESULTS_DIR
 
-BENCHMARKS = ("chat", "locomo", "longmemeval", "scale", "cost", "server")
+BENCHMARKS = ("chat", "locomo", "longmemeval", "scale", "long_user", "cost", "server")
 LOCOMO = str(LOCOMO_DEV)
 LONGMEMEVAL = str(LONGMEMEVAL_DEV)
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ def _command(name: str, args: argparse.Namespace) -> list[str] | None:
         return ["--data", args.locomo, *quick, *out]
     if name == "longmemeval":
         return ["--data", args.longmemeval, *quick, *out]
-    if name in ("scale", "server"):
+    if name in ("scale", "server", "long_user"):
         return [*quick, *out]
     if name == "chat":
         return out

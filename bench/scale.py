@@ -355,7 +355,7 @@ def measure(memory: Any, loader: _Loader, users: list[SynthUser], n_queries: int
 def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int = 100, seed: int = 7,
         sample_episodes: int | None = None, bulk_episodes: int | None = None, n_queries: int | None = None,
         data_dir: str | Path | None = None, profile: bool = True, progress: Progress | None = None,
-        out_dir: Path | None = None, save: bool = True) -> dict[str, Any]:
+        out_dir: Path | None = None, save: bool = True, name: str = "scale") -> dict[str, Any]:
     """Run the scale benchmark and return (and write) its results.
 
     Args:
@@ -370,7 +370,8 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int =
         profile: keep a pyinstrument profile of ``get_context`` at the largest size.
         progress: progress printer.
         out_dir: results folder (default ``bench/results``).
-        save: write ``scale.json``.
+        save: write ``<name>.json``.
+        name: the results' name (``bench/long_user.py`` runs this as ``long_user``).
     """
     from zep_core import Memory, MemoryConfig
     from zep_core.providers.local import LocalEmbedder
@@ -436,7 +437,7 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int =
               "profile_ingest": ingest_profile, "load_average_at_start": load_at_start,
               "seconds": round(progress.elapsed, 1)}
     if save:
-        result["path"] = str(write_result("scale", result, out_dir))
+        result["path"] = str(write_result(name, result, out_dir))
     return result
 
 

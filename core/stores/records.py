@@ -93,8 +93,9 @@ class RecordStore:
         if keyless:
             with self.transaction():
                 self._fill_object_keys()
-        if version is not None and int(version) < 4:  # 1 -> 2: the lexical index; 2 -> 3: its validity columns;
-            with self.transaction():                   # 3 -> 4: a canonical fact indexed by its message's words
+        if version is not None and int(version) < 5:  # 1 -> 2: the lexical index; 2 -> 3: its validity columns;
+            with self.transaction():                   # 3 -> 4: a canonical fact indexed by its message's words;
+                                                       # 4 -> 5: the state word
                 self.rebuild_lexical()
         if "extra" not in {c.name for c in self.db["session_messages"].columns}:  # 2 -> 3: adapters' turn data
             conn.execute("ALTER TABLE session_messages ADD COLUMN extra TEXT")
@@ -661,15 +662,24 @@ class RecordStore:
         looked up in the user's own index table only. The message before a fact counts
         ``context_weight`` times the fact's own words (0: not looked up). The index table
         keeps each fact's validity, so it ranks the valid matches on its own, no fact row
-        read. Equal scores go to the older row.
+        read. Equal scores go to the older row. A word in more than half of the user's rows
+        (and at least :data:`~zep_core.stores.fts.COMMON_MIN_ROWS`) is not looked up: it has
+        no BM25 weight (:func:`~zep_core.stores.fts.common_terms_sql`).
         """
-        query = fts.match_expression(text, context=context_weight > 0)
+        context = context_weight > 0
+        terms = fts.query_terms(text)
         table = fts.table_name(user_id)
-        if query is None or limit <= 0:
+        if not terms or limit <= 0:
             return []
         times = [as_of, as_of] if as_of is not None else []
         with self._lock:
             try:
+                rows, *counts = self.db.execute(fts.common_terms_sql(table, len(terms), context=context),
+                                                [f'"{w}"' for w in terms]).fetchone()
+                common = frozenset(w for w, n in zip(terms, counts) if n >= fts.COMMON_MIN_ROWS and 2 * n > rows)
+                query = fts.match_expression(text, context=context, leave_out=common)
+                if query is None:
+                    return []
                 rows = self.db.execute(fts.rank_sql(table, as_of=as_of is not None),
                                        [float(context_weight), query, *times, limit]).fetchall()
             except sqlite3.OperationalError as exc:
@@ -722,6 +732,8 @@ class RecordStore:
             stale += [r[0] for r in self._rows(
                 f"SELECT f.id FROM facts f JOIN {table} x ON x.rowid = f.rowid WHERE f.user_id = ? AND "
                 "(x.live IS NOT (f.valid_until IS NULL AND f.superseded_by IS NULL) "
+                "OR x.state IS NOT (CASE WHEN f.valid_until IS NULL AND f.superseded_by IS NULL THEN 'current' "
+                "ELSE 'ended' END) "
                 "OR x.valid_from IS NOT f.valid_from OR x.valid_until IS NOT f.valid_until)", [user])]
             orphans += [f"{user}: rowid {r[0]}" for r in self._rows(
                 f"SELECT x.rowid FROM {table} x WHERE NOT EXISTS "

@@ -197,7 +197,7 @@ def test_multi_valued_facts_stay_current(memory, first, second):
     assert len([f for f in memory.facts("u") if not f.is_current]) == 0
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 4])
 def test_an_older_folder_gets_the_index_on_open(tmp_path, embedder, version):
     data = tmp_path / "data"
     with Memory(MemoryConfig(data_dir=data, embedder=embedder)) as memory:
@@ -209,6 +209,11 @@ def test_an_older_folder_gets_the_index_on_open(tmp_path, embedder, version):
         if version == 2:  # words only, no validity: Busan's statements still look current there
             db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(text, context)")
             db.execute(f"INSERT INTO {table}(rowid, text, context) SELECT rowid, content, '' FROM facts")
+        if version == 4:  # validity, but no state word to match
+            db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(text, context, live UNINDEXED, valid_from UNINDEXED, "
+                       "valid_until UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')")
+            db.execute(f"INSERT INTO {table}(rowid, text, context, live, valid_from, valid_until) SELECT rowid, "
+                       "content, '', valid_until IS NULL AND superseded_by IS NULL, valid_from, valid_until FROM facts")
     db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
     db.commit()
     db.close()
@@ -243,3 +248,28 @@ def test_a_users_first_write_rolled_back_takes_its_new_index_table_with_it(memor
     talk(memory, "new", ("Noa", "I keep goats in the yard."), session="s2")
     assert contents(memory.get_context("goats", user_id="new", threshold=0.99)) == ["Noa: I keep goats in the yard."]
     assert memory.check_consistency() == {}
+
+
+def test_a_word_in_most_of_a_long_users_facts_is_not_looked_up(memory):
+    """On a long history the user's own name is in nearly every fact: it has no BM25 weight (FTS5 clamps its
+    IDF once it is in over half the rows), so it is not looked up there, and the rows it alone matched are
+    not read. On a short one (under COMMON_MIN_ROWS rows) the name is looked up as before."""
+    from zep_core.stores.fts import COMMON_MIN_ROWS
+
+    many_rows = 1100
+    assert COMMON_MIN_ROWS < many_rows
+    records = memory._stores.records
+    talk(memory, "u", ("Kim", "My cousin Ola lives in Bergen."))
+    talk(memory, "u", *[("Kim", f"Kim here: I logged sighting number {n} of a heron.") for n in range(20)],
+         session="few")
+    few = records.lexical_search("u", "Kim cousin", limit=50)
+    assert len(few) > 10  # the name found the sightings too, with next to no score
+    episodes = [{"session_id": f"birds-{n}", "user_id": "u",
+                 "messages": [Message(f"Kim here: I logged sighting number {n} of a heron near pond {n}.", name="Kim",
+                                      timestamp=T0 + timedelta(minutes=n))]} for n in range(many_rows)]
+    memory.conversation_end_many(episodes)
+    memory.flush()
+
+    many = records.lexical_search("u", "Kim cousin", limit=50)
+    assert list(many) == list(records.lexical_search("u", "cousin", limit=50))
+    assert any("cousin" in f.content for f in memory.get_context("Kim cousin", user_id="u"))

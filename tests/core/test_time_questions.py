@@ -51,7 +51,8 @@ def test_the_visit_told_at_the_named_time_comes_first(museums, clock, asked, que
 def test_without_the_time_signal_the_order_is_not_that_of_the_named_times(museums, clock):
     """The control: the same three questions with ``time_weight=0`` miss at least one of the named visits."""
     memory = museums(time_weight=0)
-    asked = [(datetime(2023, 5, 12, tzinfo=UTC), "I mentioned visiting a museum two months ago. Who was I with?", "Ana"),
+    asked = [(datetime(2023, 5, 12, tzinfo=UTC), "I mentioned visiting a museum two months ago. Who was I with?",
+              "Ana"),
              (datetime(2023, 5, 3, tzinfo=UTC), "Who went to the museum with me last Saturday?", "Li"),
              (datetime(2023, 5, 3, tzinfo=UTC), "Which museum did I visit in January, and with whom?", "Tom")]
     firsts = []

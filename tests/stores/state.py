@@ -190,7 +190,7 @@ def lexical_tables(conn) -> list[str]:
 
 
 def lexical_index(memory) -> dict[str, tuple]:
-    """The lexical (FTS5) index as ``{fact id: (table owner, text, context, live, valid_from, valid_until)}``.
+    """The lexical (FTS5) index as ``{fact id: (table owner, text, context, live, valid_from, valid_until, state)}``.
 
     Read straight from SQLite. The owner is the user whose table holds the row; a row in
     the wrong table shows as a fact whose ``user_id`` differs from it.
@@ -200,8 +200,8 @@ def lexical_index(memory) -> dict[str, tuple]:
         users = {table_name(u): u for (u,) in conn.execute("SELECT DISTINCT user_id FROM facts")}
         out: dict[str, tuple[str, str, str]] = {}
         for table in lexical_tables(conn):
-            for fid, *row in conn.execute(f"SELECT f.id, x.text, x.context, x.live, x.valid_from, x.valid_until "
-                                          f"FROM {table} x JOIN facts f ON f.rowid = x.rowid"):
+            for fid, *row in conn.execute(f"SELECT f.id, x.text, x.context, x.live, x.valid_from, x.valid_until, "
+                                          f"x.state FROM {table} x JOIN facts f ON f.rowid = x.rowid"):
                 out[fid] = (users.get(table, table), *row)
         return out
     finally:

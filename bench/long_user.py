@@ -1,0 +1,47 @@
+"""One user with 40,000 facts: ``get_context`` p95 against the floor (query embedding + bare Chroma query).
+
+The scale benchmark spreads its facts over 100 users (about a thousand each). A long-lived
+user of an assistant holds far more: here one synthetic user (:mod:`bench.synth`, seed 7)
+grows to 40,000 facts, and the same measures as :mod:`bench.scale` are taken at that
+size — latency of distinct queries against the floor, single and bulk ingest, RSS — with
+a pyinstrument profile of ``get_context``. On one user every query's words and entities
+meet the whole history: the user's name is in most facts, "live" in half of them.
+
+Run: ``python -m bench.long_user [--quick] [--facts N]`` (quick: 10,000 facts).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .common import Progress
+from .scale import format_table, run
+
+__all__ = ["FACTS", "QUICK_FACTS", "main"]
+
+FACTS = 40_000
+QUICK_FACTS = 10_000
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Command line: ``python -m bench.long_user [--quick] [--facts N] [--out DIR]``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_FACTS} facts")
+    parser.add_argument("--facts", type=int, help=f"facts of the one user (default {FACTS})")
+    parser.add_argument("--data-dir", help="keep the built memory here")
+    parser.add_argument("--out", type=Path, help="results folder (default: bench/results)")
+    args = parser.parse_args(argv)
+    facts = args.facts or (QUICK_FACTS if args.quick else FACTS)
+    result = run(quick=args.quick, sizes=[facts], users=1, data_dir=args.data_dir, out_dir=args.out,
+                 name="long_user", progress=Progress("long_user"))
+    print(format_table(result))
+    if result["profile_get_context"]:
+        print("\n".join(result["profile_get_context"].splitlines()[:40]))
+    return result
+
+
+if __name__ == "__main__":
+    main()
