@@ -20,10 +20,16 @@ from typing import Any
 from .common import Progress
 from .scale import format_table, run
 
-__all__ = ["FACTS", "QUICK_FACTS", "main"]
+__all__ = ["FACTS", "QUICK_FACTS", "main", "run_long_user"]
 
 FACTS = 40_000
 QUICK_FACTS = 10_000
+
+
+def run_long_user(facts: int = FACTS, **options: Any) -> dict[str, Any]:
+    """:func:`bench.scale.run` on one user grown to ``facts``, saved as ``long_user.json``."""
+    options.setdefault("progress", Progress("long_user"))
+    return run(sizes=[facts], users=1, name="long_user", **options)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -35,8 +41,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, help="results folder (default: bench/results)")
     args = parser.parse_args(argv)
     facts = args.facts or (QUICK_FACTS if args.quick else FACTS)
-    result = run(quick=args.quick, sizes=[facts], users=1, data_dir=args.data_dir, out_dir=args.out,
-                 name="long_user", progress=Progress("long_user"))
+    result = run_long_user(facts, quick=args.quick, data_dir=args.data_dir, out_dir=args.out)
     print(format_table(result))
     if result["profile_get_context"]:
         print("\n".join(result["profile_get_context"].splitlines()[:40]))

@@ -182,3 +182,16 @@ def test_tiny_server_run_compares_the_served_memory_with_the_in_process_one(tmp_
     page = render(tmp_path / "results")
     assert "through `zep-memory serve` vs in process" in page and "Inside the server" in page
     assert "`get_context` through the server: overhead p50 ≤ 2 ms" in page  # a row of the targets table
+
+
+def test_a_tiny_long_user_run_is_reported_with_its_floor_target(tmp_path):
+    from bench.long_user import run_long_user
+    from bench.report import render
+
+    result = run_long_user(150, sample_episodes=10, bulk_episodes=10, n_queries=8, profile=False,
+                           data_dir=tmp_path / "data", out_dir=tmp_path / "results")
+    [row] = result["sizes"]
+    assert result["users"] == 1 and row["facts"] >= 150
+    page = render(tmp_path / "results")
+    assert f"one user of {row['facts']} facts: get_context p95 ≤ 2×" in page
+    assert "## One user of many facts" in page
