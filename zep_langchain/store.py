@@ -40,10 +40,16 @@ said, as any conversation would.
 
 **Search.** Without ``query``, ``search`` lists the items under a prefix in the
 order they were first put (per user), filtered and paged as ``InMemoryStore`` does.
-With ``query`` it runs zep's retrieval (``get_context``: semantic, lexical and graph
-matches over the user's *current* facts) and returns the items whose facts matched,
-best first, each with the score of its best fact: an item whose facts were all
-superseded, or that was put with ``index=False``, is not returned for a query.
+With ``query`` it ranks every item under the prefix as ``InMemoryStore`` does, by
+cosine similarity: the best of the query against the item's indexed texts (embedded with
+the memory's embedder) and against the facts zep's retrieval (``get_context``: semantic,
+lexical and graph matches over the user's *current* facts) finds for it among those
+learned from the item. So ``score`` is a similarity, a short value or one in any script
+is found even when it gave no fact, and an item put with ``index=False`` comes last, with
+no score. What is no longer true is not searched: an item all of whose facts were
+superseded (it said "I live in Paris"; a later item, "I moved to Berlin") is left out.
+On a ``RemoteMemory`` (the server holds the embedder) items are found through their
+facts only.
 :meth:`ZepStore.as_of` gives a read-only view of the store as it was at another
 time: items as they were then, searched over the facts true then.
 
@@ -69,6 +75,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import unquote
 
+import numpy as np
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -127,6 +134,7 @@ class _Entry:
     created_at: datetime
     updated_at: datetime
     episode: str | None
+    index: Any = None  # the put's ``index``: None (the store's fields), False, or value paths
 
 
 #: One user's items: namespace -> key -> entry, in the order they were first put.
@@ -291,6 +299,10 @@ def _episodes_of(fact: Fact) -> set[str]:
     return found
 
 
+#: Texts whose vectors a store keeps between searches (about 1.5 kB each with the default embedder).
+_MAX_VECTORS = 50_000
+
+
 class ZepStore(BaseStore):
     """A LangGraph store on zep memory: exact items per user, searched through the user's facts.
 
@@ -308,6 +320,9 @@ class ZepStore(BaseStore):
         user_names: each user's name (a mapping or a function of the zep user id, e.g.
             ``"alice"`` or ``"acme/alice"``): "I" in an item's text, and in a query,
             means that person (default: the memory's ``default_speaker``).
+        index: LangGraph's index config, as ``InMemoryStore(index=...)`` takes it: its
+            ``fields`` are ``fields`` here; ``embed`` and ``dims`` are the memory's own
+            embedder (every item is embedded by it, as its facts are), so they are not used.
 
     Example:
         >>> store = ZepStore(memory)                                           # doctest: +SKIP
@@ -323,8 +338,18 @@ class ZepStore(BaseStore):
 
     def __init__(self, memory: Any, *, layout: Sequence[str] = DEFAULT_LAYOUT, fields: Sequence[str] | None = None,
                  user_names: Mapping[str, str] | Callable[[str], str | None] | None = None,
-                 _as_of: datetime | None = None) -> None:
+                 index: Mapping[str, Any] | None = None, _as_of: datetime | None = None) -> None:
         self.memory = check_store_memory(memory)
+        if index is not None:
+            if not isinstance(index, Mapping):
+                raise ValidationError(f"index must be LangGraph's index config (a dict with 'fields'), got {index!r}")
+            if index.get("fields") is not None:
+                if fields is not None and list(fields) != list(index["fields"]):
+                    raise ValidationError("fields= and index['fields'] disagree: give one of them")
+                fields = index["fields"]
+            if index.get("embed") is not None or index.get("dims") is not None:
+                logging.getLogger(__name__).info("ZepStore embeds with the memory's embedder; index['embed'] and "
+                                                 "index['dims'] are not used")
         self.layout = _check_layout(layout)
         if fields is not None and (isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields)):
             raise ValidationError(f"fields must be a list of value paths such as ['content'], got {fields!r}")
@@ -334,6 +359,7 @@ class ZepStore(BaseStore):
         self.user_names = user_names
         self.when = _as_of
         self._told: set[str] = set()
+        self._vectors: dict[str, np.ndarray] = {}  # indexed texts embedded by search (cleared past _MAX_VECTORS)
 
     def __repr__(self) -> str:
         at = f", as_of={self.when.isoformat()!r}" if self.when else ""
@@ -410,7 +436,7 @@ class ZepStore(BaseStore):
             when = message.timestamp
             items[key] = _Entry(value=json.dumps(entry["value"], ensure_ascii=False),
                                 created_at=previous.created_at if previous else when, updated_at=when,
-                                episode=entry.get("episode"))
+                                episode=entry.get("episode"), index=entry.get("index"))
         return state
 
     def _item(self, namespace: tuple[str, ...], key: str, entry: _Entry, score: float | None = None,
@@ -477,10 +503,13 @@ class ZepStore(BaseStore):
     # -- writes -------------------------------------------------------------------------------------
 
     def _texts(self, op: PutOp) -> list[str]:
-        paths = self.fields if op.index is None else op.index
-        if paths is False or op.value is None:
+        return [] if op.value is None else self._texts_of(dict(op.value), op.index)
+
+    def _texts_of(self, value: dict[str, Any], index: Any) -> list[str]:
+        """The texts of ``value`` an item is searched by: ``index`` paths, else the store's fields, else all."""
+        paths = self.fields if index is None else index
+        if paths is False:
             return []
-        value = dict(op.value)
         if paths is None or "$" in paths:
             return _strings(value)
         return [t for path in paths for t in get_text_at_path(value, path) if t.strip()]
@@ -496,6 +525,8 @@ class ZepStore(BaseStore):
                                      "ns": list(op.namespace), "key": op.key}
             if op.value is not None:
                 entry["value"] = dict(op.value)
+                if op.index is not None:
+                    entry["index"] = op.index if op.index is False else list(op.index)
                 texts = self._texts(op)
                 if texts:
                     entry["episode"] = "store-" + uuid.uuid4().hex
@@ -537,26 +568,72 @@ class ZepStore(BaseStore):
         return sorted(tenants, key=first)
 
     def _search(self, op: SearchOp, state: Callable[[str], _State]) -> list[SearchItem]:
+        """``InMemoryStore``'s search: with a query, every item under the prefix by similarity, best first.
+
+        An item's score is the best cosine similarity between the query and its indexed texts
+        (embedded with the memory's embedder, as its facts are) or the facts learned from it
+        that zep's retrieval finds for the query: a similarity, so a threshold on it means
+        what it does on ``InMemoryStore``, and an item is found whether or not its text gave
+        facts (a word or two, any script). Items with nothing to search by
+        (``index=False``) come after, with no score, as in ``InMemoryStore``.
+        """
         candidates = self._candidates(tuple(op.namespace_prefix), op.filter, state)
         window = slice(op.offset, op.offset + op.limit)
         if not op.query:
             return [self._item(ns, key, entry, search=True) for _, ns, key, entry in candidates[window]]
-        scores: dict[tuple[str, tuple[str, ...], str], float] = {}
+        scores = self._similarities(op.query, candidates)
         wanted = min(MAX_LIMIT, max(50, 5 * (op.offset + op.limit)))
+        stale: set[tuple[str, tuple[str, ...], str]] = set()
         for user_id in dict.fromkeys(c[0] for c in candidates):
             by_episode = {e.episode: (ns, key) for u, ns, key, e in candidates if u == user_id and e.episode}
             if not by_episode:
                 continue
+            stale |= {(user_id, *by_episode[e]) for e in self._outdated(user_id, by_episode.keys())}
             for fact in facts_for(self.memory, op.query, user_id=user_id, user_name=self._name_of(user_id),
                                   limit=wanted, as_of=self.when):
                 for episode in _episodes_of(fact) & by_episode.keys():
                     where = (user_id, *by_episode[episode])
-                    scores[where] = max(scores.get(where, float("-inf")), fact.score or 0.0)
-        order = {(u, ns, key): i for i, (u, ns, key, _) in enumerate(candidates)}
-        ranked = sorted(scores, key=lambda where: (-scores[where], order[where]))
+                    if where in scores and fact.semantic_score is not None:
+                        scores[where] = max(scores[where], fact.semantic_score)
+        order = {(u, ns, key): i for i, (u, ns, key, _) in enumerate(candidates) if (u, ns, key) not in stale}
+        ranked = sorted((w for w in scores if w in order), key=lambda where: (-scores[where], order[where]))
+        ranked += [where for where in order if where not in scores]  # nothing to search by: last, unscored
         entries = {(u, ns, key): e for u, ns, key, e in candidates}
-        return [self._item(ns, key, entries[(u, ns, key)], score=scores[(u, ns, key)], search=True)
+        return [self._item(ns, key, entries[(u, ns, key)], score=scores.get((u, ns, key)), search=True)
                 for u, ns, key in ranked[window]]
+
+    def _outdated(self, user_id: str, episodes: Iterable[str]) -> set[str]:
+        """The episodes (items) all of whose facts are no longer true (at the view's time): what they said is stale."""
+        wanted = set(episodes)
+        learned: dict[str, bool] = {}
+        for fact in self.memory.facts(user_id):
+            for episode in _episodes_of(fact) & wanted:
+                holds = fact.valid_at(self.when) if self.when is not None else fact.is_current
+                learned[episode] = learned.get(episode, False) or holds
+        return {episode for episode, holds in learned.items() if not holds}
+
+    def _similarities(self, query: str, candidates: list[tuple[str, tuple[str, ...], str, _Entry]]
+                      ) -> dict[tuple[str, tuple[str, ...], str], float]:
+        """The best cosine between ``query`` and each candidate's indexed texts (none for an item without any)."""
+        embedder = getattr(self.memory, "embedder", None)
+        if embedder is None:  # a RemoteMemory: the server embeds; items are found through their facts only
+            return {}
+        texts: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
+        for user_id, ns, key, entry in candidates:
+            found = self._texts_of(json.loads(entry.value), entry.index)
+            if found:
+                texts[(user_id, ns, key)] = found
+        if not texts:
+            return {}
+        missing = sorted({t for found in texts.values() for t in found} - self._vectors.keys())
+        if len(self._vectors) + len(missing) > _MAX_VECTORS:
+            self._vectors.clear()
+            missing = sorted({t for found in texts.values() for t in found})
+        if missing:
+            for text, vector in zip(missing, embedder.embed(missing)):
+                self._vectors[text] = np.asarray(vector, dtype=np.float32)
+        asked = np.asarray(embedder.embed_query(query), dtype=np.float32)
+        return {where: max(float(self._vectors[t] @ asked) for t in found) for where, found in texts.items()}
 
     def _list(self, op: ListNamespacesOp, state: Callable[[str], _State]) -> list[tuple[str, ...]]:
         conditions = tuple(op.match_conditions or ())

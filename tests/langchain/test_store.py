@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
@@ -204,7 +205,8 @@ def test_index_and_fields_choose_what_is_learned(memory):
     assert "User likes jazz." in facts and "User likes tennis." in facts
     assert not any("opera" in f or "chess" in f for f in facts)
     assert store.get(ALICE, "b").value == {"content": "I like chess."}  # kept exactly, just not learned from
-    assert "b" not in keys(store.search(ALICE, query="What games do I like? chess"))
+    found = store.search(ALICE, query="What games do I like? chess")
+    assert keys(found)[-1] == "b" and found[-1].score is None  # nothing to search it by: last, as InMemoryStore
 
 
 def test_langmems_org_and_user_namespaces_never_merge_two_users(memory):
@@ -336,3 +338,58 @@ def test_an_agent_runs_with_the_store_and_tools_that_use_it(memory):
     assert recalled.text == "I live in Paris."
     assert store.get(ALICE, "m1").value == {"content": "I live in Paris."}
     assert "Alice lives in Paris." in {f.content for f in memory.facts("alice")}
+
+
+class _SameEmbedder(Embeddings):
+    """LangChain ``Embeddings`` over the memory's embedder: InMemoryStore then embeds as ZepStore does."""
+
+    def __init__(self, embedder):
+        self.embedder = embedder
+
+    def embed_documents(self, texts):
+        return [list(map(float, v)) for v in self.embedder.embed(list(texts))]
+
+    def embed_query(self, text):
+        return list(map(float, self.embedder.embed_query(text)))
+
+
+SHORT = {"tea": {"content": "green tea"}, "dog": {"content": "Biscuit"}, "city": {"content": "東京"},
+         "hobby": {"content": "Schach"}, "color": {"content": "teal"}}
+
+
+def test_query_search_finds_items_that_gave_no_facts_ranked_by_similarity_as_in_memory_store(make_memory, embedder):
+    """A word or two, another script: no fact is learned from them, and search still ranks them, with the
+    same scores (cosine similarities) and order as LangGraph's InMemoryStore embedding with the same model."""
+    zep = ZepStore(make_memory(), index={"fields": ["content"], "dims": embedder.dimension, "embed": "unused"})
+    ref = InMemoryStore(index={"dims": embedder.dimension, "embed": _SameEmbedder(embedder), "fields": ["content"]})
+    for store in (zep, ref):
+        for key, value in SHORT.items():
+            store.put(ALICE, key, value)
+    assert zep.memory.get_context("green tea", user_id="alice") == []  # nothing learned: all too short
+
+    for query in ("What do I drink?", "Tokyo", "chess", "a blue-green colour"):
+        ours, theirs = zep.search(ALICE, query=query), ref.search(ALICE, query=query)
+        assert keys(ours) == keys(theirs), query
+        assert [i.score for i in ours] == pytest.approx([i.score for i in theirs], abs=1e-5), query
+    assert keys(zep.search(ALICE, query="Tokyo"))[0] == "city"
+
+
+def test_scores_are_similarities_so_a_threshold_means_what_it_says(make_memory):
+    store = ZepStore(make_memory())
+    store.put(ALICE, "home", {"content": "I live in Lisbon, near the river."})
+    store.put(ALICE, "pet", {"content": "Biscuit"})
+
+    found = store.search(ALICE, query="Where do I live?")
+    assert keys(found)[0] == "home" and all(-1.0 <= i.score <= 1.0 for i in found)
+    close = [i.key for i in found if i.score >= 0.3]
+    assert close == ["home"]
+
+
+def test_index_config_fields_choose_the_searched_text_and_a_disagreement_is_refused(make_memory):
+    memory = make_memory()
+    store = ZepStore(memory, index={"fields": ["title"]})
+    store.put(ALICE, "a", {"title": "Sourdough", "body": "a long unrelated text about taxes"})
+    assert keys(store.search(ALICE, query="bread baking")) == ["a"]
+    assert store.search(ALICE, query="bread baking")[0].score > store.search(ALICE, query="taxes")[0].score
+    with pytest.raises(ValidationError, match="disagree"):
+        ZepStore(memory, fields=["body"], index={"fields": ["title"]})
