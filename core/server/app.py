@@ -77,7 +77,7 @@ from uuid import UUID
 import orjson
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
 from pydantic import BaseModel
@@ -105,6 +105,7 @@ from ..serialize import entity_to_dict, episode_to_dict, fact_to_dict, message_t
 from ..transfer import _header, _json_lines  # the library's reading of an export's first line
 from ..validation import check_limit
 from . import wire
+from .docs_page import docs_html
 from .keys import OPEN, KeyRing, Principal
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "VERBS", "Scope", "Verb", "VerbRouter", "create_app", "is_loopback", "run_server"]
@@ -734,7 +735,14 @@ def create_app(memory: Memory, keys: KeyRing | None, *, max_body_bytes: int = DE
         return principal_of(credentials.credentials if credentials is not None else None)
 
     app = FastAPI(title="zep-memory", version=__version__, summary="A temporal knowledge-graph memory, served",
-                  description="Every `zep_core.Memory` verb as `POST /v1/<verb>`; see `zep_core.server.app`.")
+                  description="Every `zep_core.Memory` verb as `POST /v1/<verb>`; see `zep_core.server.app`.",
+                  docs_url=None, redoc_url=None)  # FastAPI's pages load their scripts from a CDN: ours below
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs(request: Request) -> HTMLResponse:
+        """Every endpoint with its fields and a curl line, drawn here: readable with no internet access."""
+        return HTMLResponse(docs_html(app.openapi(), str(request.base_url).rstrip("/")))
+
     # As wide as the async adapters' pool: the verbs mostly wait (on the vector process, an embedding API,
     # a lock), and the default width (cores + 4) would make the seventh concurrent request wait its turn.
     workers = app.state.workers = ThreadPoolExecutor(max_workers=ASYNC_THREADS, thread_name_prefix="zep-serve")
