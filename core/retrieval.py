@@ -299,13 +299,15 @@ class Retriever:
             return [], []
         scoring, user, when = query.scoring, query.user_id, query.as_of
         as_of = iso(when) if when else None
-        # The query is embedded in another thread while this one reads what needs only the words:
-        # the lexical ranking and the entities the text names (SQLite, like onnxruntime or an
-        # embedding API, leaves the interpreter lock free while it works).
+        # The query is embedded and looked up in the vector index in another thread while this one
+        # reads what needs only the words: the lexical ranking and the entities the text names
+        # (SQLite, like onnxruntime, an embedding API or the vector process's socket, leaves the
+        # interpreter lock free while it works). Queued index writes of the user go first.
         about_assistant = bool(self._assistant) and asks_what_the_assistant_said(query.text)
         voice = self._assistant if about_assistant else query.asker  # whose words the answer is in
-        embedding = _query_thread().submit(self.embedder.embed_query,
-                                           f"{voice}: {query.text}" if voice else query.text)
+        self._catch_up(user)
+        k = max(scoring.semantic_candidates, scoring.context_limit)
+        nearest = _query_thread().submit(self._nearest, user, f"{voice}: {query.text}" if voice else query.text, k)
         words = (self.records.lexical_ranking(user, query.text, limit=scoring.lexical_candidates, as_of=as_of,
                                               context_weight=scoring.lexical_context_weight)
                  if scoring.lexical_weight else [])  # (rowid, BM25) of valid facts: their ids come with their rows
@@ -314,10 +316,8 @@ class Retriever:
         asker_ids: set[str] = set()
         if scoring.graph_hops and (scoring.graph_weight or scoring.require_both):
             frontiers, asker_ids = self._frontiers(query, as_of, about_assistant)
-        vector = embedding.result()
-        self._catch_up(user)
-        k = max(scoring.semantic_candidates, scoring.context_limit)
-        semantic = dict(self.vectors.query(user, "current", vector, k))
+        vector, found = nearest.result()
+        semantic = dict(found)
         if as_of is not None:  # what was true then and is no longer: in SQLite, not in the index
             semantic.update(self.records.history_search(user, vector, k, as_of))
         ids = set(semantic)
@@ -352,6 +352,11 @@ class Retriever:
                    newer=older.get(s.fact_id)) for s in ranked[: scoring.context_limit]]
         entity_ids = [e for f in out for e in (valid[f.id][_SUBJECT_ID], valid[f.id][_OBJECT_ID]) if e]
         return out, list(dict.fromkeys(entity_ids))
+
+    def _nearest(self, user: str, text: str, k: int) -> tuple[Any, list[tuple[str, float]]]:
+        """The query's vector and the user's ``k`` current facts nearest to it (the vector index)."""
+        vector = self.embedder.embed_query(text)
+        return vector, self.vectors.query(user, "current", vector, k)
 
     def _frontiers(self, query: ContextQuery, as_of: str | None,
                    about_assistant: bool = False) -> tuple[list[set[str]], set[str]]:

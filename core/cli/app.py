@@ -34,8 +34,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # files named on the command line: unreadable, unwritable…
         return _fail(exc)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(f"interrupted: {_AFTER_INTERRUPT.get(getattr(args, 'command', ''), _KEPT)}", file=sys.stderr)
         return 130
+
+
+#: What an interrupted command kept, and what to do next (the memory was closed on the way out).
+_KEPT = "every write that finished is kept, none is left half-done; run the command again"
+_AFTER_INTERRUPT = {
+    "ingest": "the conversations stored before it are kept (the memory was closed cleanly); run the same "
+              "command again to resume: what is already stored is skipped",
+    "import": "an import writes in one transaction: nothing of this one was kept, the memory is as it was; "
+              "run the same command again",
+    "maintain": "the episodes extracted before it are kept; run `zep-memory maintain` again for the rest",
+    "rebuild": "the records are untouched; run `zep-memory rebuild` again to finish the indexes",
+    "serve": "the server stopped; every acknowledged write is stored",
+    "mcp": "the MCP server stopped; every stored conversation is kept",
+}
 
 
 def _silence_stdout() -> None:

@@ -80,11 +80,38 @@ def open_memory(args: argparse.Namespace, *, create: bool = False, **changes: An
         state = "does not exist" if not folder.exists() else "holds no memory (no zep.db)"
         raise NotFoundError(f"the data folder {folder} {state}; pass --data with the folder your memory is in, "
                             "or create one with `zep-memory ingest FILE --data DIR` (or `zep-memory demo --data DIR`)")
-    with Memory(config) as memory:
-        try:
-            yield memory
-        except NotFoundError as exc:
-            raise _with_known_users(exc, memory) from None
+    before = set(folder.iterdir()) if folder.is_dir() else None
+    fresh = create and not (folder / "zep.db").is_file()
+    try:
+        with Memory(config) as memory:
+            try:
+                yield memory
+            except NotFoundError as exc:
+                raise _with_known_users(exc, memory) from None
+    except BaseException:
+        if fresh:  # a new folder the command could not use (a port in use, a failed ingest): not left behind
+            _remove_if_empty(folder, before)
+        raise
+
+
+def _remove_if_empty(folder: Path, before: set[Path] | None) -> None:
+    """Remove what opening a new memory in ``folder`` created, if nothing was stored in it since."""
+    import shutil
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{folder / 'zep.db'}?mode=ro", uri=True)) as db:
+            stored = sum(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                         for table in ("episodes", "session_messages", "facts"))
+    except sqlite3.Error:
+        return  # unreadable: leave it for the user to look at
+    if stored:
+        return
+    if before is None:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for path in set(folder.iterdir()) - before:
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
 
 def _with_known_users(exc: NotFoundError, memory: Memory) -> NotFoundError:

@@ -38,7 +38,7 @@ import hashlib
 import re
 
 __all__ = ["COMMON_MIN_ROWS", "STOPWORDS", "TABLE_PREFIX", "common_terms_sql", "create_sql", "index_all_sql",
-           "index_sql", "match_expression", "query_terms", "rank_sql", "state_sql", "table_name"]
+           "index_sql", "match_expression", "query_terms", "rank_sql", "rows_sql", "state_sql", "table_name"]
 
 TABLE_PREFIX = "facts_fts_"
 
@@ -154,8 +154,13 @@ def query_terms(text: str, max_terms: int = 64) -> list[str]:
     return [w for w in words if w not in STOPWORDS][:max_terms]
 
 
+def rows_sql(table: str) -> str:
+    """How many rows a user's index table has (a scan of its row sizes: cached by the record store)."""
+    return f"SELECT count(*) FROM {table}_docsize"
+
+
 def common_terms_sql(table: str, n_terms: int, *, context: bool = True) -> str:
-    """How many index rows the table has, then how many match each of ``n_terms`` words (``?`` each, quoted).
+    """How many index rows match each of ``n_terms`` words (``?`` each, quoted), in one row.
 
     A word in more than half the rows has no weight in BM25: FTS5 clamps its IDF, log((N - n
     + 0.5) / (n + 0.5)), to 1e-6 once it is negative. On a long history the user's own name
@@ -165,9 +170,8 @@ def common_terms_sql(table: str, n_terms: int, *, context: bool = True) -> str:
     word's rows reads its index entry only, no row.
     """
     columns = "{text context}" if context else "text"
-    counts = ", ".join(f"(SELECT count(*) FROM {table} WHERE {table} MATCH '{columns} : ' || ?)"
-                       for _ in range(n_terms))
-    return f"SELECT (SELECT count(*) FROM {table}_docsize), {counts}"
+    return "SELECT " + ", ".join(f"(SELECT count(*) FROM {table} WHERE {table} MATCH '{columns} : ' || ?)"
+                                 for _ in range(n_terms))
 
 
 def match_expression(text: str, *, context: bool = True, max_terms: int = 64,

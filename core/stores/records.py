@@ -85,6 +85,7 @@ class RecordStore:
         self._closing = False
         self._last_log = -1  # log pages at the last checkpoint(): unchanged means no commit since
         self._tables: set[str] = set()  # lexical tables known to exist; a drop or a rollback clears it
+        self._row_counts: dict[str, int] = {}  # rows of a lexical table, once counted; dropped when rows come or go
         self._checkpoint_lock = threading.Lock()
         version = self.get_meta("schema_version")
         if version is not None and int(version) > SCHEMA_VERSION:
@@ -131,6 +132,7 @@ class RecordStore:
                     raise
             except BaseException as exc:
                 self._tables.clear()  # a table made inside may be gone with the rollback
+                self._row_counts.clear()
                 if isinstance(exc, sqlite3.Error):
                     raise self._failed(f"SQLite write failed in {self.path}: {exc}") from exc
                 raise
@@ -267,6 +269,7 @@ class RecordStore:
         for table in ("messages", "episodes", "facts", "entities", "aliases", "session_messages"):
             self._exec(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
         self._tables.clear()
+        self._row_counts.pop(fts.table_name(user_id), None)
         self._exec(f"DROP TABLE IF EXISTS {fts.table_name(user_id)}")
 
     # -- episodes ---------------------------------------------------------------
@@ -371,6 +374,7 @@ class RecordStore:
             if table not in self._tables:
                 self._exec(fts.create_sql(table))
                 self._tables.add(table)
+            self._row_counts.pop(table, None)
             self._rows_in(fts.index_sql(table), ids, [user])
 
     def _unindex(self, ids: Sequence[str]) -> None:
@@ -380,6 +384,7 @@ class RecordStore:
             by_user.setdefault(user, []).append(rowid)
         for user, rowids in by_user.items():
             if self._has_table(fts.table_name(user)):
+                self._row_counts.pop(fts.table_name(user), None)
                 self._many(f"DELETE FROM {fts.table_name(user)} WHERE rowid = ?", [(r,) for r in rowids])
 
     def _has_table(self, name: str) -> bool:
@@ -674,9 +679,14 @@ class RecordStore:
         times = [as_of, as_of] if as_of is not None else []
         with self._lock:
             try:
-                rows, *counts = self.db.execute(fts.common_terms_sql(table, len(terms), context=context),
-                                                [f'"{w}"' for w in terms]).fetchone()
-                common = frozenset(w for w, n in zip(terms, counts) if n >= fts.COMMON_MIN_ROWS and 2 * n > rows)
+                counts = self.db.execute(fts.common_terms_sql(table, len(terms), context=context),
+                                         [f'"{w}"' for w in terms]).fetchone()
+                common: frozenset[str] = frozenset()
+                if max(counts) >= fts.COMMON_MIN_ROWS:  # only a long history has such words: count its rows
+                    if table not in self._row_counts:
+                        self._row_counts[table] = self.db.execute(fts.rows_sql(table)).fetchone()[0]
+                    rows = self._row_counts[table]
+                    common = frozenset(w for w, n in zip(terms, counts) if n >= fts.COMMON_MIN_ROWS and 2 * n > rows)
                 query = fts.match_expression(text, context=context, leave_out=common)
                 if query is None:
                     return []
@@ -703,6 +713,7 @@ class RecordStore:
     def rebuild_lexical(self) -> int:
         """Recreate every user's lexical index from the facts (call inside :meth:`transaction`); returns rows."""
         self._tables.clear()
+        self._row_counts.clear()
         for table in self._lexical_tables():
             self._exec(f"DROP TABLE {table}")
         for (user,) in self._rows("SELECT DISTINCT user_id FROM facts"):
