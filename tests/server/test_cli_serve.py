@@ -133,3 +133,40 @@ def test_serve_is_in_the_command_table_and_takes_no_key_on_the_command_line():
     assert (args.host, args.port, args.keys) == ("127.0.0.1", 9000, "keys.json")
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--api-key", "s3cret-s3cret-s3cret"])
+
+
+def test_a_port_in_use_leaves_no_new_data_folder_behind(tmp_path, capsys):
+    """The start fails after the folder was opened (the port is bound last): the empty new folder goes."""
+    import socket
+
+    from zep_core.cli import main
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    try:
+        code = main(["serve", "--data", str(tmp_path / "new"), "--port", str(busy.getsockname()[1])])
+    finally:
+        busy.close()
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error:") and "Traceback" not in err, err
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_folder_with_memory_in_it_is_kept_when_a_start_fails(tmp_path, capsys, embedder):
+    import socket
+
+    from zep_core.cli import main
+
+    with Memory(MemoryConfig(data_dir=tmp_path / "kept", embedder=embedder)) as memory:
+        memory.conversation_end("s1", [Message("I live in Oslo.", name="Ada")], user_id="ada")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    try:
+        code = main(["serve", "--data", str(tmp_path / "kept"), "--port", str(busy.getsockname()[1])])
+    finally:
+        busy.close()
+    assert code == 2
+    with Memory(MemoryConfig(data_dir=tmp_path / "kept", embedder=embedder)) as memory:
+        assert memory.users() == ["ada"]
