@@ -563,7 +563,7 @@ class RecordStore:
         rows = self._rows(
             "SELECT m.episode_id, m.message_id, coalesce(m.timestamp, e.created_at) FROM messages m "
             f"JOIN episodes e ON e.id = m.episode_id WHERE m.episode_id IN ({','.join('?' * len(episodes))}) "
-            "AND m.user_id = ?", [*episodes, user_id])
+            "AND +m.user_id = ?", [*episodes, user_id])  # by episode (its key), not all the user's messages
         out: dict[str, datetime] = {}
         for episode_id, message_id, when in rows:
             fid = wanted.get((episode_id, message_id))
