@@ -593,8 +593,8 @@ class ZepStore(BaseStore):
                                   limit=wanted, as_of=self.when):
                 for episode in _episodes_of(fact) & by_episode.keys():
                     where = (user_id, *by_episode[episode])
-                    if where in scores and fact.semantic_score is not None:
-                        scores[where] = max(scores[where], fact.semantic_score)
+                    if fact.semantic_score is not None:  # a RemoteMemory's items have only these
+                        scores[where] = max(scores.get(where, -1.0), fact.semantic_score)
         order = {(u, ns, key): i for i, (u, ns, key, _) in enumerate(candidates) if (u, ns, key) not in stale}
         ranked = sorted((w for w in scores if w in order), key=lambda where: (-scores[where], order[where]))
         ranked += [where for where in order if where not in scores]  # nothing to search by: last, unscored
