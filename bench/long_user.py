@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import Progress
-from .scale import format_table, run
+from .scale import print_result, run
 
 __all__ = ["FACTS", "QUICK_FACTS", "main", "run_long_user"]
 
@@ -42,9 +42,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     facts = args.facts or (QUICK_FACTS if args.quick else FACTS)
     result = run_long_user(facts, quick=args.quick, data_dir=args.data_dir, out_dir=args.out)
-    print(format_table(result))
-    if result["profile_get_context"]:
-        print("\n".join(result["profile_get_context"].splitlines()[:40]))
+    print_result(result)
     return result
 
 

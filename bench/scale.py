@@ -480,10 +480,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, help="results folder (default: bench/results)")
     args = parser.parse_args(argv)
     result = run(quick=args.quick, sizes=args.sizes, users=args.users, data_dir=args.data_dir, out_dir=args.out)
+    print_result(result)
+    return result
+
+
+def print_result(result: dict[str, Any]) -> None:
+    """The table, then the top of the ``get_context`` profile when there is one."""
     print(format_table(result))
     if result["profile_get_context"]:
         print("\n".join(result["profile_get_context"].splitlines()[:40]))
-    return result
 
 
 if __name__ == "__main__":

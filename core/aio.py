@@ -30,24 +30,35 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["ASYNC_THREADS", "call", "in_thread", "pool"]
+__all__ = ["ASYNC_THREADS", "SharedPool", "call", "in_thread", "pool"]
 
 #: Threads the blocking calls of async adapters run in (created on demand, shared by the process).
 ASYNC_THREADS = 64
 
 T = TypeVar("T")
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
+class SharedPool:
+    """A thread pool of the process, created on first use (importing creates no thread)."""
+
+    def __init__(self, width: int, name: str) -> None:
+        self.width, self.name = width, name
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> ThreadPoolExecutor:
+        """The pool, created now if it was not yet."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.width, thread_name_prefix=self.name)
+            return self._pool
+
+
+_ASYNC_POOL = SharedPool(ASYNC_THREADS, "zep-async")
 
 
 def pool() -> ThreadPoolExecutor:
     """The process's pool for blocking memory calls made from async code (created on first use)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=ASYNC_THREADS, thread_name_prefix="zep-async")
-        return _POOL
+    return _ASYNC_POOL.get()
 
 
 async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

@@ -30,13 +30,13 @@ the stores. Every number comes from ``MemoryConfig.scoring``
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from .aio import SharedPool
 from .config import MemoryConfig, ScoringSettings
 from .errors import NotFoundError, ValidationError
 from .models import Entity, Fact, to_utc
@@ -247,18 +247,15 @@ _ID, _SUBJECT, _FROM, _UNTIL, _SUPERSEDED, _SUBJECT_ID, _OBJECT_ID, _ROWID, _VEC
 
 #: The threads queries are embedded in while their words are looked up (created on demand): as many as
 #: concurrent queries may wait on an embedding API at once, so that none waits for another's thread.
+#: A pool of its own, not zep_core.aio's: an async call waiting in that pool for its embedding must
+#: not wait for a thread of the same pool.
 QUERY_EMBED_THREADS = 64
-_QUERY_THREADS: ThreadPoolExecutor | None = None
-_QUERY_THREADS_LOCK = threading.Lock()
+_QUERY_POOL = SharedPool(QUERY_EMBED_THREADS, "zep-query-embed")
 
 
 def _query_thread() -> ThreadPoolExecutor:
     """The process's query-embedding threads, shared by every memory."""
-    global _QUERY_THREADS
-    with _QUERY_THREADS_LOCK:
-        if _QUERY_THREADS is None:
-            _QUERY_THREADS = ThreadPoolExecutor(max_workers=QUERY_EMBED_THREADS, thread_name_prefix="zep-query-embed")
-        return _QUERY_THREADS
+    return _QUERY_POOL.get()
 
 
 def _holds(row: tuple, as_of: str | None) -> bool:

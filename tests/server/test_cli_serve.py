@@ -135,38 +135,29 @@ def test_serve_is_in_the_command_table_and_takes_no_key_on_the_command_line():
         build_parser().parse_args(["serve", "--api-key", "s3cret-s3cret-s3cret"])
 
 
-def test_a_port_in_use_leaves_no_new_data_folder_behind(tmp_path, capsys):
-    """The start fails after the folder was opened (the port is bound last): the empty new folder goes."""
+def serve_on_a_busy_port(data) -> int:
+    """``zep-memory serve --data DATA`` in process, on a port another socket holds; its exit code."""
     import socket
 
     from zep_core.cli import main
 
-    busy = socket.socket()
-    busy.bind(("127.0.0.1", 0))
-    busy.listen(1)
-    try:
-        code = main(["serve", "--data", str(tmp_path / "new"), "--port", str(busy.getsockname()[1])])
-    finally:
-        busy.close()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        return main(["serve", "--data", str(data), "--port", str(busy.getsockname()[1])])
+
+
+def test_a_port_in_use_leaves_no_new_data_folder_behind(tmp_path, capsys):
+    """The start fails after the folder was opened (the port is bound last): the empty new folder goes."""
+    code = serve_on_a_busy_port(tmp_path / "new")
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error:") and "Traceback" not in err, err
     assert not (tmp_path / "new").exists()
 
 
 def test_a_folder_with_memory_in_it_is_kept_when_a_start_fails(tmp_path, capsys, embedder):
-    import socket
-
-    from zep_core.cli import main
-
     with Memory(MemoryConfig(data_dir=tmp_path / "kept", embedder=embedder)) as memory:
         memory.conversation_end("s1", [Message("I live in Oslo.", name="Ada")], user_id="ada")
-    busy = socket.socket()
-    busy.bind(("127.0.0.1", 0))
-    busy.listen(1)
-    try:
-        code = main(["serve", "--data", str(tmp_path / "kept"), "--port", str(busy.getsockname()[1])])
-    finally:
-        busy.close()
-    assert code == 2
+    assert serve_on_a_busy_port(tmp_path / "kept") == 2
     with Memory(MemoryConfig(data_dir=tmp_path / "kept", embedder=embedder)) as memory:
         assert memory.users() == ["ada"]
