@@ -90,6 +90,7 @@ from langgraph.store.base import (
     SearchOp,
     get_text_at_path,
 )
+from langgraph.store.base.embed import ensure_embeddings
 from zep_core import Fact, Message, ValidationError
 from zep_core.aio import in_thread
 from zep_core.models import to_utc
@@ -303,6 +304,26 @@ def _episodes_of(fact: Fact) -> set[str]:
 _MAX_VECTORS = 50_000
 
 
+def _embeddings_of(embed: Any) -> Any:
+    """``index["embed"]`` as LangChain embeddings: an ``Embeddings``, a function of texts, or a ``"provider:model"``."""
+    if not (isinstance(embed, str) or callable(embed) or hasattr(embed, "embed_query")):
+        raise ValidationError(f"index['embed'] must be LangChain Embeddings, a function of a list of texts, or a "
+                              f"'provider:model' string, got {type(embed).__name__}")
+    try:
+        return ensure_embeddings(embed)
+    except ValidationError:
+        raise
+    except Exception as e:  # an unknown provider, its package missing, a value of the wrong kind
+        raise ValidationError(f"index['embed'] must be LangChain Embeddings, a function of a list of texts, or a "
+                              f"'provider:model' string; {embed!r} failed: {e}") from e
+
+
+def _dims_of(dims: Any) -> int:
+    if isinstance(dims, bool) or not isinstance(dims, int) or dims < 1:
+        raise ValidationError(f"index['dims'] must be the embeddings' length, a positive integer, got {dims!r}")
+    return dims
+
+
 class ZepStore(BaseStore):
     """A LangGraph store on zep memory: exact items per user, searched through the user's facts.
 
@@ -321,8 +342,11 @@ class ZepStore(BaseStore):
             ``"alice"`` or ``"acme/alice"``): "I" in an item's text, and in a query,
             means that person (default: the memory's ``default_speaker``).
         index: LangGraph's index config, as ``InMemoryStore(index=...)`` takes it: its
-            ``fields`` are ``fields`` here; ``embed`` and ``dims`` are the memory's own
-            embedder (every item is embedded by it, as its facts are), so they are not used.
+            ``fields`` are ``fields`` here; its ``embed`` (LangChain embeddings, a function
+            of texts, or ``"provider:model"``) embeds the items' texts and the query for
+            search, as in ``InMemoryStore``, and ``dims`` is checked against it. Without
+            ``embed`` the memory's own embedder does, and the facts learned from an item
+            score it too (one model, one scale).
 
     Example:
         >>> store = ZepStore(memory)                                           # doctest: +SKIP
@@ -347,9 +371,12 @@ class ZepStore(BaseStore):
                 if fields is not None and list(fields) != list(index["fields"]):
                     raise ValidationError("fields= and index['fields'] disagree: give one of them")
                 fields = index["fields"]
-            if index.get("embed") is not None or index.get("dims") is not None:
-                logging.getLogger(__name__).info("ZepStore embeds with the memory's embedder; index['embed'] and "
-                                                 "index['dims'] are not used")
+        self.index_config: dict[str, Any] | None = None if index is None else dict(index)
+        #: LangChain embeddings the items' texts are searched with (``index["embed"]``), else None: the memory's.
+        self.embeddings: Any = None
+        if index is not None and index.get("embed") is not None:
+            self.embeddings = _embeddings_of(index["embed"])
+        self._dims = None if index is None or index.get("dims") is None else _dims_of(index["dims"])
         self.layout = _check_layout(layout)
         if fields is not None and (isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields)):
             raise ValidationError(f"fields must be a list of value paths such as ['content'], got {fields!r}")
@@ -372,8 +399,11 @@ class ZepStore(BaseStore):
             zep_core.ValidationError: ``when`` is not a datetime or ISO-8601 string.
 
         """
-        return ZepStore(self.memory, layout=self.layout, fields=self.fields, user_names=self.user_names,
+        view = ZepStore(self.memory, layout=self.layout, fields=self.fields, user_names=self.user_names,
                         _as_of=to_utc(when, "as_of"))
+        view.index_config, view.embeddings, view._dims, view._vectors = (self.index_config, self.embeddings,
+                                                                         self._dims, self._vectors)
+        return view
 
     # -- namespaces and users ----------------------------------------------------------------
 
@@ -593,7 +623,7 @@ class ZepStore(BaseStore):
                                   limit=wanted, as_of=self.when):
                 for episode in _episodes_of(fact) & by_episode.keys():
                     where = (user_id, *by_episode[episode])
-                    if fact.semantic_score is not None:  # a RemoteMemory's items have only these
+                    if fact.semantic_score is not None and self.embeddings is None:  # same embedder's cosine
                         scores[where] = max(scores.get(where, -1.0), fact.semantic_score)
         order = {(u, ns, key): i for i, (u, ns, key, _) in enumerate(candidates) if (u, ns, key) not in stale}
         ranked = sorted((w for w in scores if w in order), key=lambda where: (-scores[where], order[where]))
@@ -615,8 +645,9 @@ class ZepStore(BaseStore):
     def _similarities(self, query: str, candidates: list[tuple[str, tuple[str, ...], str, _Entry]]
                       ) -> dict[tuple[str, tuple[str, ...], str], float]:
         """The best cosine between ``query`` and each candidate's indexed texts (none for an item without any)."""
+        own = self.embeddings
         embedder = getattr(self.memory, "embedder", None)
-        if embedder is None:  # a RemoteMemory: the server embeds; items are found through their facts only
+        if own is None and embedder is None:  # a RemoteMemory: the server embeds; items found through their facts
             return {}
         texts: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
         for user_id, ns, key, entry in candidates:
@@ -630,10 +661,20 @@ class ZepStore(BaseStore):
             self._vectors.clear()
             missing = sorted({t for found in texts.values() for t in found})
         if missing:
-            for text, vector in zip(missing, embedder.embed(missing)):
-                self._vectors[text] = np.asarray(vector, dtype=np.float32)
-        asked = np.asarray(embedder.embed_query(query), dtype=np.float32)
+            vectors = own.embed_documents(missing) if own is not None else embedder.embed(missing)
+            for text, vector in zip(missing, vectors):
+                self._vectors[text] = self._unit(vector)
+        asked = self._unit(own.embed_query(query) if own is not None else embedder.embed_query(query))
         return {where: max(float(self._vectors[t] @ asked) for t in found) for where, found in texts.items()}
+
+    def _unit(self, vector: Any) -> np.ndarray:
+        """``vector`` scaled to length 1 (so a dot product is the cosine), checked against ``index['dims']``."""
+        array = np.asarray(vector, dtype=np.float32)
+        if self.embeddings is not None and self._dims is not None and array.shape != (self._dims,):
+            raise ValidationError(f"the embeddings returned vectors of length {array.size}, but index['dims'] is "
+                                  f"{self._dims}: give the embeddings' own length")
+        norm = float(np.linalg.norm(array))
+        return array / norm if norm else array
 
     def _list(self, op: ListNamespacesOp, state: Callable[[str], _State]) -> list[tuple[str, ...]]:
         conditions = tuple(op.match_conditions or ())

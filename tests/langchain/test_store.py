@@ -8,7 +8,7 @@ both must pass every assert.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given, settings
@@ -360,7 +360,7 @@ SHORT = {"tea": {"content": "green tea"}, "dog": {"content": "Biscuit"}, "city":
 def test_query_search_finds_items_that_gave_no_facts_ranked_by_similarity_as_in_memory_store(make_memory, embedder):
     """A word or two, another script: no fact is learned from them, and search still ranks them, with the
     same scores (cosine similarities) and order as LangGraph's InMemoryStore embedding with the same model."""
-    zep = ZepStore(make_memory(), index={"fields": ["content"], "dims": embedder.dimension, "embed": "unused"})
+    zep = ZepStore(make_memory(), index={"fields": ["content"]})  # no "embed": the memory's embedder
     ref = InMemoryStore(index={"dims": embedder.dimension, "embed": _SameEmbedder(embedder), "fields": ["content"]})
     for store in (zep, ref):
         for key, value in SHORT.items():
@@ -393,3 +393,42 @@ def test_index_config_fields_choose_the_searched_text_and_a_disagreement_is_refu
     assert store.search(ALICE, query="bread baking")[0].score > store.search(ALICE, query="taxes")[0].score
     with pytest.raises(ValidationError, match="disagree"):
         ZepStore(memory, fields=["body"], index={"fields": ["title"]})
+
+
+class _Letters(Embeddings):
+    """A model of another kind than the memory's: letter counts (26 numbers), so "zzz" is near "zebra"."""
+
+    def embed_documents(self, texts):
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text):
+        return [float(text.lower().count(c)) for c in "abcdefghijklmnopqrstuvwxyz"]
+
+
+def test_the_index_embed_searches_the_items_as_in_memory_store(make_memory):
+    """``index={"embed": ...}`` is the model items and queries are embedded with, as in ``InMemoryStore``."""
+    zep = ZepStore(make_memory(), index={"dims": 26, "embed": _Letters(), "fields": ["content"]})
+    ref = InMemoryStore(index={"dims": 26, "embed": _Letters(), "fields": ["content"]})
+    assert zep.index_config["dims"] == 26 and isinstance(zep.index_config["embed"], _Letters)
+    for store in (zep, ref):
+        for key, value in SHORT.items():
+            store.put(ALICE, key, value)
+        store.put(ALICE, "zoo", {"content": "I saw a zebra at the zoo."})
+    for query in ("zzz", "eat tea", "Biscuit"):
+        ours, theirs = zep.search(ALICE, query=query), ref.search(ALICE, query=query)
+        assert keys(ours) == keys(theirs), query
+        assert [i.score for i in ours] == pytest.approx([i.score for i in theirs], abs=1e-5), query
+    assert keys(zep.search(ALICE, query="zzz"))[0] == "zoo"
+    assert keys(zep.as_of(datetime(2100, 1, 1, tzinfo=timezone.utc)).search(ALICE, query="zzz"))[0] == "zoo"
+
+
+def test_a_bad_index_embed_or_dims_is_a_clear_error(make_memory):
+    memory = make_memory()
+    with pytest.raises(ValidationError, match=r"index\['embed'\] must be"):
+        ZepStore(memory, index={"embed": 42})
+    with pytest.raises(ValidationError, match=r"index\['dims'\] must be"):
+        ZepStore(memory, index={"dims": "many", "embed": _Letters()})
+    store = ZepStore(memory, index={"dims": 384, "embed": _Letters()})
+    store.put(ALICE, "a", {"content": "tea"})
+    with pytest.raises(ValidationError, match="length 26, but index\\['dims'\\] is 384"):
+        store.search(ALICE, query="tea")
