@@ -1,45 +1,45 @@
-"""The lexical index: SQLite FTS5 over the facts, one table per user.
+"""The lexical index: BM25 over each user's facts, in tables shared by every user.
 
-Each user's facts are indexed in that user's own FTS5 table (:func:`table_name`), as
-each user's vectors live in their own Chroma collections: a lexical query reads one
-table, so it can only find that user's facts, and its BM25 statistics (how rare a word
-is) come from that user's facts alone — another tenant's words change nothing. The
-record store writes it in the same transaction as the facts (insert, replace,
-``forget_user``, import) and rebuilds it from them (migration, ``rebuild()``).
+Each fact has one row in ``lexical_docs`` and one row per term in ``lexical_postings``,
+keyed by ``user_id`` first; ``lexical_stats`` keeps each user's totals (rows, tokens). A
+lexical query reads the user's own key range only, so it can only find that user's facts,
+and its BM25 statistics (how rare a word is, how long a row is on average) come from that
+user's rows alone — another tenant's words change nothing. No table is made per user:
+a folder of 100,000 users has the same three tables as one of one (schema version 6; until
+5 each user had an FTS5 table, whose schema rows made SQLite's first statement grow with the
+number of users, 2.2 s at 3,000). The record store writes it in the same transaction as the
+facts (insert, replace, ``forget_user``, import) and rebuilds it from them (migration,
+``rebuild()``).
 
-Each fact has one row in its user's table with the fact's ``rowid``. Its *index text*
-is the fact's content, its subject, predicate and object words and, for a canonical fact,
-the words of the message it came from (column ``text``), and —
-for a fact drawn from a reply — the end of the message said just before its source turn
-in the episode, the question the reply answers (column ``context``), so "Where did
-Kim's grandmother grow up?" finds "Kim: Gyeongju, near the coast.".
-The returned fact is unchanged; only what it is found by grows.
+**What a fact is found by.** Its *index text* is the fact's content, its subject, predicate
+and object words and, for a canonical fact, the words of the message it came from (column
+``text``), and — for a fact drawn from a reply — the end of the message said just before
+its source turn in the episode, the question the reply answers (column ``context``), so
+"Where did Kim's grandmother grow up?" finds "Kim: Gyeongju, near the coast.". The texts
+are tokenized by FTS5 itself (``porter unicode61 remove_diacritics 2``, in a scratch table
+of the connection's ``temp`` schema, read back through ``fts5vocab``), so the terms, and
+the scores :func:`bm25` gives them, are those an FTS5 table of the user's facts gave
+(``tests/core/test_lexical.py`` compares the two).
 
-Beside the words, each row keeps when its fact holds, as the facts table has it
-(unindexed columns ``live`` — 1 while current — ``valid_from`` and ``valid_until``, the
-stored ISO strings), and the one word ``current`` or ``ended`` in the indexed column
-``state``: a query ranks only the facts current (or valid at a moment) inside the index,
-without reading a fact row. A query of what is true now asks for ``state : current`` in the
-match itself, so the index's own word lists leave out the ended rows and no row of the
-index is read to check them (at 40,000 facts, a quarter of the time of reading ``live``).
-A user's name can match every one of their facts and a retired value ("where does Kim
-live?") hundreds of its old statements; a fact row is ~2 kB with its vector. The record
-store sets them whenever a fact's validity changes (:func:`state_sql`), in the same
-transaction.
+**Validity.** Each row and posting keeps whether its fact is current (``live``) and each
+row when its fact holds (``valid_from``, ``valid_until``): a query of what is true now reads
+the ``live = 1`` range of each term's postings, and one ``as_of`` a moment checks the rows'
+validity; no fact row is read. The record store updates them whenever a fact's validity
+changes, in the same transaction.
 
-User input is always taken literally: :func:`match_expression` keeps only the words of
-the text, each quoted as an FTS5 string, OR-ed together, so ``AND``, ``NEAR``, ``*``,
-``:``, ``-``, quotes and parentheses are words or nothing, never syntax.
+User input is always taken literally: :func:`query_terms` keeps only the words of the text,
+each tokenized as a word; nothing in it is ever syntax.
 """
 
 from __future__ import annotations
 
-import hashlib
+import math
 import re
 
-__all__ = ["COMMON_MIN_ROWS", "STOPWORDS", "TABLE_PREFIX", "common_terms_sql", "create_sql", "index_all_sql",
-           "index_sql", "match_expression", "query_terms", "rank_sql", "rows_sql", "state_sql", "table_name"]
+__all__ = ["COMMON_MIN_ROWS", "SCHEMA", "SCRATCH", "STOPWORDS", "TABLE_PREFIX", "bm25", "idf", "postings_df",
+           "postings_sql", "query_terms"]
 
+#: The names of the per-user FTS5 tables of folders before schema version 6 (dropped on open).
 TABLE_PREFIX = "facts_fts_"
 
 #: The English words a question shares with every fact; they are not looked up.
@@ -83,68 +83,136 @@ coalesce((SELECT substr(p.content, -200) FROM messages m JOIN messages p
 """
 
 
-def table_name(user_id: str) -> str:
-    """The name of ``user_id``'s own lexical index table (a hash: any user id is a safe name)."""
-    return TABLE_PREFIX + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:32]
+#: The tables of the lexical index, shared by every user and keyed by ``user_id`` first, so a
+#: user's rows are contiguous and every read is a range of the primary key. ``doc`` is the
+#: fact's ``rowid``; ``length`` its token count as FTS5 counts it (text, context, and the one
+#: ``state`` word FTS5's row had); ``terms`` its distinct terms (space-separated: a term never
+#: holds a space), so its postings are found by key when it changes or goes.
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS lexical_docs (
+    user_id TEXT NOT NULL, doc INTEGER NOT NULL, length INTEGER NOT NULL, live INTEGER NOT NULL,
+    valid_from TEXT, valid_until TEXT, terms TEXT NOT NULL,
+    PRIMARY KEY (user_id, doc)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS lexical_postings (
+    user_id TEXT NOT NULL, term TEXT NOT NULL, live INTEGER NOT NULL, doc INTEGER NOT NULL,
+    tf_text INTEGER NOT NULL, tf_context INTEGER NOT NULL, length INTEGER NOT NULL,
+    PRIMARY KEY (user_id, term, live, doc)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS lexical_stats (
+    user_id TEXT PRIMARY KEY, docs INTEGER NOT NULL, tokens INTEGER NOT NULL) WITHOUT ROWID;
+"""
+
+_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+#: The connection's own scratch tables (the ``temp`` schema: no table in the database file). The
+#: texts of the facts being indexed go through an FTS5 table with the tokenizer the index has
+#: always had, and ``fts5vocab`` reads each token back: a fact's terms are FTS5's, stemmed by its
+#: Porter stemmer, so the rankings are those of an FTS5 table per user.
+SCRATCH = f"""
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexical_scratch USING fts5(
+    text, context, content = '', tokenize = '{_TOKENIZER}');
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexical_tokens USING fts5vocab(temp, lexical_scratch, instance);
+CREATE TABLE IF NOT EXISTS temp.lexical_counts (
+    doc INTEGER NOT NULL, term TEXT NOT NULL, tf_text INTEGER NOT NULL, tf_context INTEGER NOT NULL,
+    PRIMARY KEY (doc, term)) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexical_words USING fts5(word, content = '', tokenize = '{_TOKENIZER}');
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexical_word_tokens USING fts5vocab(temp, lexical_words, instance);
+"""
+
+_LIVE = "(f.valid_until IS NULL AND f.superseded_by IS NULL)"
 
 
-def create_sql(table: str) -> str:
-    """The statement that creates one user's lexical index table."""
-    return (f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(text, context, live UNINDEXED, "
-            "valid_from UNINDEXED, valid_until UNINDEXED, state, tokenize = 'porter unicode61 remove_diacritics 2')")
-
-
-#: The ``state`` column's word for a row: ``current`` while its fact is, else ``ended`` (SQL; ``{live}``: 0 or 1).
-_STATE = "CASE WHEN {live} THEN 'current' ELSE 'ended' END"
-
-
-def _insert(table: str) -> str:
-    """The start of a statement that indexes the facts ``f`` it selects (their words and validity)."""
-    live = "f.valid_until IS NULL AND f.superseded_by IS NULL"
-    return (f"INSERT INTO {table}(rowid, text, context, live, valid_from, valid_until, state) SELECT f.rowid, "
-            f"{_TEXT.format(f='f')}, {_CONTEXT.format(f='f')}, {live}, f.valid_from, f.valid_until, "
-            f"{_STATE.format(live=live)} FROM facts f ")
-
-
-def index_all_sql(table: str) -> str:
-    """Index every fact of the user (``?`` = user id)."""
-    return _insert(table) + "WHERE f.user_id = ?"
-
-
-def index_sql(table: str) -> str:
-    """Index the user's facts with these ids (``?`` = user id, ``{ids}`` = the id list).
+def scratch_sql(ids: str) -> str:
+    """Put the index texts of the user's facts with these ids in the scratch table (``?`` = user id).
 
     The facts are found by id (``+f.user_id`` keeps SQLite from walking every fact of the
     user through an index on ``user_id`` instead).
     """
-    return _insert(table) + "WHERE +f.user_id = ? AND f.id IN ({ids})"
+    return (f"INSERT INTO temp.lexical_scratch(rowid, text, context) SELECT f.rowid, {_TEXT.format(f='f')}, "
+            f"{_CONTEXT.format(f='f')} FROM facts f WHERE +f.user_id = ? AND f.id IN ({ids})")
 
 
-def state_sql(table: str) -> str:
-    """Set a row's validity (``live, valid_from, valid_until, rowid``), only where it changed.
+#: Every fact of a user into the scratch table (``?`` = user id): a rebuild.
+SCRATCH_ALL = (f"INSERT INTO temp.lexical_scratch(rowid, text, context) SELECT f.rowid, {_TEXT.format(f='f')}, "
+               f"{_CONTEXT.format(f='f')} FROM facts f WHERE f.user_id = ?")
 
-    FTS5 rewrites a whole row on any update, so rows whose validity is unchanged (a
-    reinforced fact) are left alone.
+#: The scratch texts' term counts per fact and column.
+COUNT_SQL = ("INSERT INTO temp.lexical_counts(doc, term, tf_text, tf_context) SELECT doc, term, "
+             "sum(col = 'text'), sum(col = 'context') FROM temp.lexical_tokens GROUP BY doc, term")
+
+#: The scratch facts' rows (``?`` = user id): their length (+1: FTS5's row had the ``state`` word) and terms.
+DOCS_SQL = f"""
+INSERT INTO lexical_docs(user_id, doc, length, live, valid_from, valid_until, terms)
+SELECT ?1, f.rowid,
+       1 + coalesce((SELECT sum(c.tf_text + c.tf_context) FROM temp.lexical_counts c WHERE c.doc = f.rowid), 0),
+       {_LIVE}, f.valid_from, f.valid_until,
+       coalesce((SELECT group_concat(c.term, ' ') FROM temp.lexical_counts c WHERE c.doc = f.rowid), '')
+FROM temp.lexical_scratch s JOIN facts f ON f.rowid = s.rowid
+"""
+
+#: The scratch facts' postings (``?`` = user id), after :data:`DOCS_SQL`.
+POSTINGS_SQL = """
+INSERT INTO lexical_postings(user_id, term, live, doc, tf_text, tf_context, length)
+SELECT ?1, c.term, ld.live, c.doc, c.tf_text, c.tf_context, ld.length
+FROM temp.lexical_counts c JOIN lexical_docs ld ON ld.user_id = ?1 AND ld.doc = c.doc
+"""
+
+#: Empty the scratch tables.
+CLEAR_SQL = ("INSERT INTO temp.lexical_scratch(lexical_scratch) VALUES ('delete-all')",
+             "DELETE FROM temp.lexical_counts")
+
+
+def postings_df(context: bool) -> str:
+    """How many of a user's facts have a term (``?`` = user id, term): in their text, or text or context."""
+    where = "" if context else " AND tf_text > 0"
+    return f"SELECT count(*) FROM lexical_postings WHERE user_id = ? AND term = ?{where}"
+
+
+def postings_sql(*, as_of: bool, context: bool) -> str:
+    """A term's postings: ``doc, tf_text, tf_context, length`` (``?`` = user id, term, then ``as_of`` twice).
+
+    Only the current facts' (``live = 1``: one range of the key) or, ``as_of``, those valid then.
     """
-    return (f"UPDATE {table} SET live = ?1, valid_from = ?2, valid_until = ?3, state = {_STATE.format(live='?1')} "
-            "WHERE rowid = ?4 AND (live IS NOT ?1 OR valid_from IS NOT ?2 OR valid_until IS NOT ?3)")
+    where = "" if context else " AND lp.tf_text > 0"
+    if not as_of:
+        return ("SELECT lp.doc, lp.tf_text, lp.tf_context, lp.length FROM lexical_postings lp "
+                f"WHERE lp.user_id = ?1 AND lp.term = ?2 AND lp.live = 1{where}")
+    return ("SELECT lp.doc, lp.tf_text, lp.tf_context, lp.length FROM lexical_postings lp JOIN lexical_docs ld "
+            "ON ld.user_id = lp.user_id AND ld.doc = lp.doc WHERE lp.user_id = ?1 AND lp.term = ?2"
+            f"{where} AND ld.valid_from <= ?3 AND (ld.valid_until IS NULL OR ld.valid_until > ?3)")
 
 
-def rank_sql(table: str, *, as_of: bool) -> str:
-    """The best current (``as_of``: valid then) matches: ``(rowid, BM25)``, best first, equal scores to the older.
+#: BM25's constants, FTS5's.
+K1, B = 1.2, 0.75
 
-    Parameters: the context column's weight, the match expression, then ``as_of`` twice
-    when asked, then the limit.
+
+def bm25(phrases: list[tuple[float, list[tuple[int, int, int, int]]]], docs: int, tokens: int,
+         context_weight: float) -> dict[int, float]:
+    """FTS5's ``bm25()`` over a user's rows: ``phrases`` are ``(idf, postings)``, one per query word.
+
+    As FTS5 computes it: a row's score sums, phrase by phrase in the query's order, the
+    phrase's IDF times ``f·(k1+1) / (f + k1·(1 - b + b·D/avgdl))``, where ``f`` is the
+    phrase's hits in the text plus ``context_weight`` times those in the context, ``D`` the
+    row's tokens and ``avgdl`` the user's tokens per row.
     """
-    match = (f"{table} MATCH ? AND valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)" if as_of
-             else f"{table} MATCH '(' || ? || ') AND state : current'")
-    # weights: text 1, context as given, the unindexed columns nothing, state 0 (it only filters)
-    return (f"SELECT rowid, -bm25({table}, 1.0, ?, 0.0, 0.0, 0.0, 0.0) AS s FROM {table} WHERE {match} "
-            "ORDER BY s DESC, rowid LIMIT ?")
+    avgdl = tokens / docs
+    scores: dict[int, float] = {}
+    for idf, postings in phrases:
+        for doc, tf_text, tf_context, length in postings:
+            f = tf_text + context_weight * tf_context
+            scores[doc] = scores.get(doc, 0.0) + idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * length / avgdl))
+    return scores
+
+
+def idf(docs: int, hits: int) -> float:
+    """FTS5's IDF of a phrase in ``hits`` of ``docs`` rows: clamped to 1e-6 where it would be negative."""
+    value = math.log((docs - hits + 0.5) / (hits + 0.5))
+    return value if value > 0.0 else 1e-6
 
 
 #: A word of the question in more than half of a user's index rows, and in at least this many, is
-#: not looked up (:func:`common_terms_sql`).
+#: not looked up: FTS5 clamps its IDF, log((N - n + 0.5) / (n + 0.5)), to 1e-6 once it is negative, so it
+#: ranks nothing, and on a long history (the user's own name, in 30,000 of 40,000 rows) reading its
+#: postings would cost more than all the others'.
 COMMON_MIN_ROWS = 1000
 
 
@@ -152,44 +220,3 @@ def query_terms(text: str, max_terms: int = 64) -> list[str]:
     """The words of ``text`` worth looking up: casefolded, deduplicated, no stopwords, at most ``max_terms``."""
     words = dict.fromkeys(w.casefold() for w in _WORD.findall(text))
     return [w for w in words if w not in STOPWORDS][:max_terms]
-
-
-def rows_sql(table: str) -> str:
-    """How many rows a user's index table has (a scan of its row sizes: cached by the record store)."""
-    return f"SELECT count(*) FROM {table}_docsize"
-
-
-def common_terms_sql(table: str, n_terms: int, *, context: bool = True) -> str:
-    """How many index rows match each of ``n_terms`` words (``?`` each, quoted), in one row.
-
-    A word in more than half the rows has no weight in BM25: FTS5 clamps its IDF, log((N - n
-    + 0.5) / (n + 0.5)), to 1e-6 once it is negative. On a long history the user's own name
-    is such a word (in 30,000 of 40,000 facts), and looking it up would make every one of
-    those rows a match to read and score for nothing; :meth:`RecordStore.lexical_ranking`
-    leaves it out when it is in at least :data:`COMMON_MIN_ROWS` of them. Counting a
-    word's rows reads its index entry only, no row.
-    """
-    columns = "{text context}" if context else "text"
-    return "SELECT " + ", ".join(f"(SELECT count(*) FROM {table} WHERE {table} MATCH '{columns} : ' || ?)"
-                                 for _ in range(n_terms))
-
-
-def match_expression(text: str, *, context: bool = True, max_terms: int = 64,
-                     leave_out: frozenset[str] = frozenset()) -> str | None:
-    """An FTS5 query for the words of ``text``, taken literally.
-
-    Each word that is not a stopword becomes a quoted string; the words are OR-ed
-    (BM25 ranks the facts that match more and rarer words first) and looked up in the
-    fact's text and, with ``context``, in the message before it. None when the text
-    has no word worth looking up; words in ``leave_out`` are not.
-
-    Example:
-        >>> match_expression('Kim AND "NEAR(work*)" -x')
-        '{text context} : ("kim" OR "near" OR "work" OR "x")'
-
-    """
-    terms = [w for w in query_terms(text, max_terms) if w not in leave_out]
-    if not terms:
-        return None
-    columns = "{text context}" if context else "text"
-    return f"{columns} : (" + " OR ".join(f'"{w}"' for w in terms) + ")"

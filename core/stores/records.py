@@ -14,6 +14,7 @@ mode with a busy timeout so a second process waits instead of failing.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -45,6 +46,14 @@ from .schema import (
 )
 
 _CHUNK = 500  # ids per ``IN (?, …)`` list
+_MAX_STEMS = 50_000  # query words whose terms a store remembers
+log = logging.getLogger(__name__)
+
+
+def _log_progress(done: int, users: int) -> None:
+    """The lexical index's migration, told every 1,000 users (and at the end) where there are many."""
+    if users >= 1000 and (done % 1000 == 0 or done == users):
+        log.warning("migrating the lexical index to shared tables: %d of %d users", done, users)
 #: With checkpoints in the background (:meth:`RecordStore.checkpoint_in_background`), the writer
 #: checkpoints the write-ahead log itself only past this many pages (~64 MB): a backstop if the
 #: checkpointing thread falls behind. SQLite's default is 1,000 pages, checkpointed inside a commit.
@@ -71,7 +80,8 @@ class RecordStore:
             keyless = _lacks_column(conn, "facts", "object_key")  # a folder from before schema version 3
             if keyless:
                 conn.execute("ALTER TABLE facts ADD COLUMN object_key TEXT")
-            conn.executescript(SCHEMA)
+            conn.executescript(SCHEMA + fts.SCHEMA)
+            conn.executescript(fts.SCRATCH)  # the connection's own scratch tables (temp: nothing in the file)
         except sqlite3.Error as exc:
             raise store_error(f"could not open the record store {path}: {exc}") from exc
         self.path = path
@@ -84,8 +94,7 @@ class RecordStore:
         self._checkpointer: sqlite3.Connection | None = None  # opened by the first checkpoint()
         self._closing = False
         self._last_log = -1  # log pages at the last checkpoint(): unchanged means no commit since
-        self._tables: set[str] = set()  # lexical tables known to exist; a drop or a rollback clears it
-        self._row_counts: dict[str, int] = {}  # rows of a lexical table, once counted; dropped when rows come or go
+        self._stems: dict[str, tuple[str, ...]] = {}  # a query word's FTS5 terms (cleared past _MAX_STEMS)
         self._checkpoint_lock = threading.Lock()
         version = self.get_meta("schema_version")
         if version is not None and int(version) > SCHEMA_VERSION:
@@ -94,10 +103,10 @@ class RecordStore:
         if keyless:
             with self.transaction():
                 self._fill_object_keys()
-        if version is not None and int(version) < 5:  # 1 -> 2: the lexical index; 2 -> 3: its validity columns;
+        if version is not None and int(version) < 6:  # 1 -> 2: the lexical index; 2 -> 3: its validity columns;
             with self.transaction():                   # 3 -> 4: a canonical fact indexed by its message's words;
-                                                       # 4 -> 5: the state word
-                self.rebuild_lexical()
+                                                       # 4 -> 5: the state word; 5 -> 6: shared tables, not one per user
+                self.rebuild_lexical(progress=_log_progress)
         if "extra" not in {c.name for c in self.db["session_messages"].columns}:  # 2 -> 3: adapters' turn data
             conn.execute("ALTER TABLE session_messages ADD COLUMN extra TEXT")
         if version != str(SCHEMA_VERSION):
@@ -131,8 +140,6 @@ class RecordStore:
                         conn.execute("ROLLBACK")
                     raise
             except BaseException as exc:
-                self._tables.clear()  # a table made inside may be gone with the rollback
-                self._row_counts.clear()
                 if isinstance(exc, sqlite3.Error):
                     raise self._failed(f"SQLite write failed in {self.path}: {exc}") from exc
                 raise
@@ -268,9 +275,8 @@ class RecordStore:
         """Delete every row of a user, and their lexical index (call inside :meth:`transaction`)."""
         for table in ("messages", "episodes", "facts", "entities", "aliases", "session_messages"):
             self._exec(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
-        self._tables.clear()
-        self._row_counts.pop(fts.table_name(user_id), None)
-        self._exec(f"DROP TABLE IF EXISTS {fts.table_name(user_id)}")
+        for table in ("lexical_postings", "lexical_docs", "lexical_stats"):
+            self._exec(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
 
     # -- episodes ---------------------------------------------------------------
 
@@ -370,12 +376,32 @@ class RecordStore:
         for s in facts:
             by_user.setdefault(s.fact.user_id, []).append(s.fact.id)
         for user, ids in by_user.items():
-            table = fts.table_name(user)
-            if table not in self._tables:
-                self._exec(fts.create_sql(table))
-                self._tables.add(table)
-            self._row_counts.pop(table, None)
-            self._rows_in(fts.index_sql(table), ids, [user])
+            self._index_lexical(user, ids)
+
+    def _index_lexical(self, user: str, ids: Sequence[str] | None) -> None:
+        """Add the user's facts with these ids (None: all of them) to the lexical tables (inside a transaction).
+
+        Their texts go through the connection's scratch FTS5 table, which tokenizes them as
+        the index always has; their terms, counts and lengths are written under the user's
+        key, and the user's totals (rows, tokens) grow by theirs.
+        """
+        self._clear_scratch()  # a write cut short inside a savepoint may have left rows
+        if ids is None:
+            self._exec(fts.SCRATCH_ALL, [user])
+        else:
+            self._rows_in(fts.scratch_sql("{ids}"), ids, [user])
+        self._exec(fts.COUNT_SQL)
+        self._exec(fts.DOCS_SQL, [user])
+        self._exec(fts.POSTINGS_SQL, [user])
+        self._exec("INSERT INTO lexical_stats(user_id, docs, tokens) SELECT ?1, count(*), coalesce(sum(ld.length), 0) "
+                   "FROM lexical_docs ld WHERE ld.user_id = ?1 AND ld.doc IN (SELECT rowid FROM temp.lexical_scratch) "
+                   "ON CONFLICT(user_id) DO UPDATE SET docs = docs + excluded.docs, tokens = tokens + excluded.tokens",
+                   [user])
+        self._clear_scratch()
+
+    def _clear_scratch(self) -> None:
+        for statement in fts.CLEAR_SQL:
+            self._exec(statement)
 
     def _unindex(self, ids: Sequence[str]) -> None:
         """Take stored facts out of their users' lexical index (before they are replaced)."""
@@ -383,16 +409,21 @@ class RecordStore:
         for user, rowid in self._rows_in("SELECT user_id, rowid FROM facts WHERE id IN ({ids})", ids):
             by_user.setdefault(user, []).append(rowid)
         for user, rowids in by_user.items():
-            if self._has_table(fts.table_name(user)):
-                self._row_counts.pop(fts.table_name(user), None)
-                self._many(f"DELETE FROM {fts.table_name(user)} WHERE rowid = ?", [(r,) for r in rowids])
+            docs = self._lexical_docs(user, rowids)
+            if not docs:
+                continue
+            self._many("DELETE FROM lexical_postings WHERE user_id = ? AND term = ? AND live = ? AND doc = ?",
+                       [(user, term, live, doc) for doc, (live, _, _, terms, _) in docs.items() for term in terms])
+            self._many("DELETE FROM lexical_docs WHERE user_id = ? AND doc = ?", [(user, doc) for doc in docs])
+            self._exec("UPDATE lexical_stats SET docs = docs - ?, tokens = tokens - ? WHERE user_id = ?",
+                       [len(docs), sum(d[4] for d in docs.values()), user])
 
-    def _has_table(self, name: str) -> bool:
-        """Whether a lexical table exists (``sqlite_master`` has no index, and at 100 users ~700 rows)."""
-        if name not in self._tables and self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                                                   [name]):
-            self._tables.add(name)
-        return name in self._tables
+    def _lexical_docs(self, user: str, rowids: Sequence[int]) -> dict[int, tuple[int, str | None, str | None,
+                                                                             list[str], int]]:
+        """The lexical rows of a user's facts: ``{doc: (live, valid_from, valid_until, terms, length)}``."""
+        rows = self._rows_in("SELECT doc, live, valid_from, valid_until, terms, length FROM lexical_docs "
+                             "WHERE user_id = ? AND doc IN ({ids})", rowids, [user])
+        return {r[0]: (r[1], r[2], r[3], r[4].split(" ") if r[4] else [], r[5]) for r in rows}
 
     def update_facts(self, facts: Iterable[Fact]) -> None:
         """Rewrite the mutable columns of stored facts (supersession, reinforcement).
@@ -409,14 +440,21 @@ class RecordStore:
               iso(f.expired_at), json.dumps(list(f.source_message_ids)), f.id, f.user_id)
              for f in facts])
         rowids = dict(self._rows_in("SELECT id, rowid FROM facts WHERE id IN ({ids})", [f.id for f in facts]))
-        by_user: dict[str, list[tuple]] = {}
+        by_user: dict[str, dict[int, tuple[int, str | None, str | None]]] = {}
         for f in facts:
             if f.id in rowids:
-                by_user.setdefault(f.user_id, []).append((int(f.is_current), iso(f.valid_from), iso(f.valid_until),
-                                                          rowids[f.id]))
-        for user, rows in by_user.items():
-            if self._has_table(fts.table_name(user)):
-                self._many(fts.state_sql(fts.table_name(user)), rows)
+                by_user.setdefault(f.user_id, {})[rowids[f.id]] = (int(f.is_current), iso(f.valid_from),
+                                                                   iso(f.valid_until))
+        for user, wanted in by_user.items():  # only rows whose validity changed (a reinforced fact's did not)
+            changed = {doc: (old, wanted[doc]) for doc, old in self._lexical_docs(user, list(wanted)).items()
+                       if old[:3] != wanted[doc]}
+            self._many("UPDATE lexical_docs SET live = ?, valid_from = ?, valid_until = ? "
+                       "WHERE user_id = ? AND doc = ?",
+                       [(*new, user, doc) for doc, (_, new) in changed.items()])
+            self._many("UPDATE lexical_postings SET live = ? "
+                       "WHERE user_id = ? AND term = ? AND live = ? AND doc = ?",
+                       [(new[0], user, term, old[0], doc) for doc, (old, new) in changed.items() if old[0] != new[0]
+                        for term in old[3]])
 
     def get_facts(self, user_id: str, ids: Sequence[str]) -> dict[str, Fact]:
         """Facts by id, for one user only."""
@@ -663,40 +701,60 @@ class RecordStore:
                         context_weight: float = 1.0) -> list[tuple[int, float]]:
         """The user's best ``limit`` current (or as-of) facts by the words of ``text``: ``(rowid, BM25)``, best first.
 
-        The words are taken literally (:func:`~zep_core.stores.fts.match_expression`) and
-        looked up in the user's own index table only. The message before a fact counts
-        ``context_weight`` times the fact's own words (0: not looked up). The index table
-        keeps each fact's validity, so it ranks the valid matches on its own, no fact row
-        read. Equal scores go to the older row. A word in more than half of the user's rows
+        The words are taken literally (:func:`~zep_core.stores.fts.query_terms`: words, never
+        syntax), made into terms by FTS5's tokenizer, and looked up under the user's key
+        only; the BM25 statistics (rows, tokens per row, rows with the term) are the user's
+        own, so another tenant's facts change no score. The scores are FTS5's ``bm25()``
+        over a table of the user's facts (:func:`~zep_core.stores.fts.bm25`). The message
+        before a fact counts ``context_weight`` times the fact's own words (0: not looked
+        up). Equal scores go to the older row. A term in more than half of the user's rows
         (and at least :data:`~zep_core.stores.fts.COMMON_MIN_ROWS`) is not looked up: it has
-        no BM25 weight (:func:`~zep_core.stores.fts.common_terms_sql`).
+        no BM25 weight.
         """
         context = context_weight > 0
-        terms = fts.query_terms(text)
-        table = fts.table_name(user_id)
-        if not terms or limit <= 0:
+        words = fts.query_terms(text)
+        if not words or limit <= 0:
             return []
-        times = [as_of, as_of] if as_of is not None else []
+        at = [as_of] if as_of is not None else []
         with self._lock:
             try:
-                counts = self.db.execute(fts.common_terms_sql(table, len(terms), context=context),
-                                         [f'"{w}"' for w in terms]).fetchone()
-                common: frozenset[str] = frozenset()
-                if max(counts) >= fts.COMMON_MIN_ROWS:  # only a long history has such words: count its rows
-                    if table not in self._row_counts:
-                        self._row_counts[table] = self.db.execute(fts.rows_sql(table)).fetchone()[0]
-                    rows = self._row_counts[table]
-                    common = frozenset(w for w, n in zip(terms, counts) if n >= fts.COMMON_MIN_ROWS and 2 * n > rows)
-                query = fts.match_expression(text, context=context, leave_out=common)
-                if query is None:
-                    return []
-                rows = self.db.execute(fts.rank_sql(table, as_of=as_of is not None),
-                                       [float(context_weight), query, *times, limit]).fetchall()
-            except sqlite3.OperationalError as exc:
-                if f"no such table: {table}" in str(exc):
+                stats = self.db.execute("SELECT docs, tokens FROM lexical_stats WHERE user_id = ?",
+                                        [user_id]).fetchone()
+                if not stats or stats[0] <= 0:
                     return []  # the user has no facts yet
+                docs, tokens = stats
+                terms = [t for t in self._terms_of(words) if t is not None]
+                hits = {t: self.db.execute(fts.postings_df(context), [user_id, t]).fetchone()[0]
+                        for t in dict.fromkeys(terms)}
+                sql = fts.postings_sql(as_of=as_of is not None, context=context)
+                phrases = [(fts.idf(docs, hits[t]), self.db.execute(sql, [user_id, t, *at]).fetchall())
+                           for t in terms if hits[t] and not (hits[t] >= fts.COMMON_MIN_ROWS and 2 * hits[t] > docs)]
+            except sqlite3.Error as exc:
                 raise StoreError(f"SQLite read failed in {self.path}: {exc}") from exc
-        return [(rowid, float(score)) for rowid, score in rows]
+        scores = fts.bm25(phrases, docs, tokens, float(context_weight))
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+    def _terms_of(self, words: Sequence[str]) -> list[str | None]:
+        """Each word's FTS5 term (its Porter stem), None where the tokenizer makes none or a phrase of several.
+
+        A quoted word of an FTS5 query is tokenized as the text is; a word it splits in
+        two would be a phrase, which no fact's word lists can rank as FTS5 did: left out.
+        Known words are remembered (call under the lock).
+        """
+        missing = [w for w in dict.fromkeys(words) if w not in self._stems]
+        if missing:
+            if len(self._stems) + len(missing) > _MAX_STEMS:
+                self._stems.clear()
+            conn = self.db.conn
+            conn.executemany("INSERT INTO temp.lexical_words(rowid, word) VALUES (?, ?)",
+                             list(enumerate(missing, 1)))
+            found: dict[int, list[str]] = {}
+            for doc, term in conn.execute("SELECT doc, term FROM temp.lexical_word_tokens ORDER BY doc, offset"):
+                found.setdefault(doc, []).append(term)
+            conn.execute("INSERT INTO temp.lexical_words(lexical_words) VALUES ('delete-all')")
+            for n, word in enumerate(missing, 1):
+                self._stems[word] = tuple(found.get(n, ()))
+        return [self._stems[w][0] if len(self._stems[w]) == 1 else None for w in words]
 
     def lexical_search(self, user_id: str, text: str, *, limit: int, as_of: str | None = None,
                        context_weight: float = 1.0) -> dict[str, float]:
@@ -706,52 +764,67 @@ class RecordStore:
                                  [r for r, _ in ranked], [user_id]))
         return {ids[rowid]: score for rowid, score in ranked if rowid in ids}
 
-    def _lexical_tables(self) -> set[str]:
+    def _legacy_lexical_tables(self) -> set[str]:
+        """The FTS5 tables, one per user, of folders before schema version 6."""
         return {r[0] for r in self._rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
                                          "AND sql LIKE 'CREATE VIRTUAL TABLE%'", [fts.TABLE_PREFIX + "%"])}
 
-    def rebuild_lexical(self) -> int:
-        """Recreate every user's lexical index from the facts (call inside :meth:`transaction`); returns rows."""
-        self._tables.clear()
-        self._row_counts.clear()
-        for table in self._lexical_tables():
+    def rebuild_lexical(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Rebuild the lexical index from the facts (call inside :meth:`transaction`); returns its rows.
+
+        Folders from before schema version 6 lose their per-user FTS5 tables here.
+        ``progress(users done, users)`` is called as it goes.
+        """
+        for table in self._legacy_lexical_tables():
             self._exec(f"DROP TABLE {table}")
-        for (user,) in self._rows("SELECT DISTINCT user_id FROM facts"):
-            table = fts.table_name(user)
-            self._exec(fts.create_sql(table))
-            self._exec(fts.index_all_sql(table), [user])
-        return self._rows("SELECT count(*) FROM facts")[0][0]
+        for table in ("lexical_postings", "lexical_docs", "lexical_stats"):
+            self._exec(f"DELETE FROM {table}")
+        users = [r[0] for r in self._rows("SELECT DISTINCT user_id FROM facts")]
+        for n, user in enumerate(users, 1):
+            self._index_lexical(user, None)
+            if progress is not None:
+                progress(n, len(users))
+        return self._rows("SELECT count(*) FROM lexical_docs")[0][0]
 
     def lexical_problems(self, user_id: str | None = None) -> dict[str, list[str]]:
         """What is wrong with the lexical index.
 
         Facts missing from it, rows whose validity differs from their fact's, rows with no
-        fact, and indexes of no user.
+        fact, postings that disagree with their row, totals that differ from the rows', and
+        rows of no user.
         """
         users = [user_id] if user_id is not None else [r[0] for r in self._rows("SELECT DISTINCT user_id FROM facts")]
-        missing: list[str] = []
-        stale: list[str] = []
-        orphans: list[str] = []
+        live = "(f.valid_until IS NULL AND f.superseded_by IS NULL)"
+        found: dict[str, list[str]] = {"lexical_missing": [], "lexical_validity_differs": [], "lexical_orphans": [],
+                                       "lexical_postings_differ": [], "lexical_totals_differ": []}
         for user in users:
-            table = fts.table_name(user)
-            if not self._has_table(table):
-                missing += [r[0] for r in self._rows("SELECT id FROM facts WHERE user_id = ?", [user])]
-                continue
-            missing += [r[0] for r in self._rows(
-                f"SELECT id FROM facts f WHERE user_id = ? AND NOT EXISTS "
-                f"(SELECT 1 FROM {table} x WHERE x.rowid = f.rowid)", [user])]
-            stale += [r[0] for r in self._rows(
-                f"SELECT f.id FROM facts f JOIN {table} x ON x.rowid = f.rowid WHERE f.user_id = ? AND "
-                "(x.live IS NOT (f.valid_until IS NULL AND f.superseded_by IS NULL) "
-                "OR x.state IS NOT (CASE WHEN f.valid_until IS NULL AND f.superseded_by IS NULL THEN 'current' "
-                "ELSE 'ended' END) "
-                "OR x.valid_from IS NOT f.valid_from OR x.valid_until IS NOT f.valid_until)", [user])]
-            orphans += [f"{user}: rowid {r[0]}" for r in self._rows(
-                f"SELECT x.rowid FROM {table} x WHERE NOT EXISTS "
-                f"(SELECT 1 FROM facts f WHERE f.rowid = x.rowid AND f.user_id = ?)", [user])]
-        found = {"lexical_missing": missing, "lexical_validity_differs": stale, "lexical_orphans": orphans}
+            found["lexical_missing"] += [r[0] for r in self._rows(
+                "SELECT id FROM facts f WHERE user_id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM lexical_docs ld WHERE ld.user_id = f.user_id AND ld.doc = f.rowid)", [user])]
+            found["lexical_validity_differs"] += [r[0] for r in self._rows(
+                f"SELECT f.id FROM facts f JOIN lexical_docs ld ON ld.user_id = f.user_id AND ld.doc = f.rowid "
+                f"WHERE f.user_id = ? AND (ld.live IS NOT {live} OR ld.valid_from IS NOT f.valid_from "
+                "OR ld.valid_until IS NOT f.valid_until)", [user])]
+            found["lexical_orphans"] += [f"{user}: rowid {r[0]}" for r in self._rows(
+                "SELECT ld.doc FROM lexical_docs ld WHERE ld.user_id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM facts f WHERE f.rowid = ld.doc AND f.user_id = ld.user_id)", [user])]
+            found["lexical_postings_differ"] += [f"{user}: rowid {r[0]}" for r in self._rows(
+                "SELECT DISTINCT lp.doc FROM lexical_postings lp WHERE lp.user_id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM lexical_docs ld WHERE ld.user_id = lp.user_id AND ld.doc = lp.doc "
+                "AND ld.live = lp.live AND ld.length = lp.length "
+                "AND instr(' ' || ld.terms || ' ', ' ' || lp.term || ' '))", [user])]
+            totals = self._rows("SELECT (SELECT count(*) FROM lexical_docs WHERE user_id = ?1), "
+                                "(SELECT coalesce(sum(length), 0) FROM lexical_docs WHERE user_id = ?1), "
+                                "(SELECT docs FROM lexical_stats WHERE user_id = ?1), "
+                                "(SELECT tokens FROM lexical_stats WHERE user_id = ?1)", [user])[0]
+            if totals[0] and (totals[0], totals[1]) != (totals[2], totals[3]):
+                found["lexical_totals_differ"].append(f"{user}: {totals[0]} rows of {totals[1]} tokens, totals say "
+                                                      f"{totals[2]} of {totals[3]}")
         if user_id is None:
-            found["lexical_index_of_no_user"] = sorted(self._lexical_tables() - {fts.table_name(u) for u in users})
+            known = set(users)
+            found["lexical_index_of_no_user"] = sorted(
+                {r[0] for r in self._rows("SELECT DISTINCT user_id FROM lexical_docs")} - known
+                | {f"table {t}" for t in self._legacy_lexical_tables()})
         return {k: v for k, v in found.items() if v}
 
     def entity_history(self, user_id: str, entity_id: str) -> list[Fact]:

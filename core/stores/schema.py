@@ -24,7 +24,9 @@ __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "StoredFact", "blob", "en
 #: one is migrated on open. 2: the lexical index ``facts_fts`` (:mod:`zep_core.stores.fts`).
 #: 3: each lexical row keeps its fact's validity (rebuilt from the facts on open); ``facts.object_key``.
 #: 4: a canonical fact's lexical row has its message's words. 5: the lexical rows' ``state`` word
-#: (``current``/``ended``), matched instead of reading ``live`` (rebuilt on open, as 2-4).
+#: (``current``/``ended``), matched instead of reading ``live`` (rebuilt on open, as 2-4). 6: the
+#: lexical index in three shared tables keyed by ``user_id`` (:data:`zep_core.stores.fts.SCHEMA`),
+#: not an FTS5 table per user (dropped and rebuilt on open).
 #: Tables that older versions simply never read (``outbox_quarantine``) and new values of
 #: ``episodes.status`` (``failed``) need no bump: an older version opens the folder as before.
 #: Nor do new indexes (``CREATE INDEX IF NOT EXISTS`` builds them on the first open; SQLite
@@ -40,7 +42,7 @@ __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "StoredFact", "blob", "en
 #: neighbouring entities (:meth:`RecordStore.neighbours`). The queries name them with
 #: ``INDEXED BY``: the planner otherwise walks every current fact of a speaker through
 #: ``facts_subject`` (bench/findings.md has the cost at 100k facts).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -1,14 +1,17 @@
-"""The lexical signal: an FTS5 index over the facts, in step with them, scoped, taken literally."""
+"""The lexical signal: BM25 over each user's facts in shared tables, as FTS5 ranked them, in step, scoped, literal."""
 
 from __future__ import annotations
 
+import hashlib
+import random
 import re
 import sqlite3
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from zep_core import Memory, MemoryConfig, Message
-from zep_core.stores.fts import match_expression, table_name
+from zep_core.stores import fts
+from zep_core.stores.fts import query_terms
 from zep_core.stores.records import iso
 from zep_core.stores.schema import SCHEMA_VERSION
 
@@ -80,11 +83,9 @@ def test_fts_syntax_in_the_input_is_taken_literally(memory, text):
     assert {f.id: f.lexical_score for f in found} == {f.id: f.lexical_score for f in same}
 
 
-def test_the_match_expression_is_quoted_words_only():
-    query = match_expression('Kim" OR text:"u00") NEAR(*')
-    assert query == '{text context} : ("kim" OR "text" OR "u00" OR "near")'
-    assert match_expression("Kim", context=False) == 'text : ("kim")'
-    assert match_expression("the and of it?") is None  # nothing to look up: no lexical candidates
+def test_the_query_is_words_only():
+    assert query_terms('Kim" OR text:"u00") NEAR(*') == ["kim", "text", "u00", "near"]
+    assert query_terms("the and of it?") == []  # nothing to look up: no lexical candidates
 
 
 def test_the_index_follows_supersession_and_as_of(memory):
@@ -103,7 +104,7 @@ def test_the_index_follows_reinforcement_forget_user_and_import(make_memory, tmp
     talk(memory, "a", ("Kim", "I live in Busan."), session="s2")  # the same fact again: reinforced, one row
     talk(memory, "b", ("Bo", "I collect vintage typewriters."))
     index = in_step(memory)
-    assert sum("Kim lives in Busan." in row[1] for row in index.values()) == 1
+    assert sum(row[1] == "Kim lives in Busan." for row in index.values()) == 1
     path = tmp_path / "b.jsonl"
     with path.open("w") as out:
         memory.export_user("b", out)
@@ -118,17 +119,38 @@ def test_the_index_follows_reinforcement_forget_user_and_import(make_memory, tmp
     in_step(memory)
 
 
-def _plain_lexical(memory, user, text, limit, as_of=None):
-    """The lexical ranking as a plain join of the index with the facts table: the oracle of the fast one."""
+def fts5_ranking(memory, user, text, limit, as_of=None, context_weight=1.0):
+    """The ranking an FTS5 table of the user's facts gives, as the index was until schema 6: the oracle.
+
+    Built in the connection's temp schema from the facts, with the old table's columns,
+    tokenizer and query (quoted words OR-ed, ``state : current`` or the validity then).
+    """
     records = memory._stores.records
-    table, query = table_name(user), match_expression(text)
-    when, times = (("f.valid_until IS NULL AND f.superseded_by IS NULL", []) if as_of is None else
-                   ("f.valid_from <= ? AND (f.valid_until IS NULL OR f.valid_until > ?)", [iso(as_of)] * 2))
-    rows = records.db.execute(
-        f"SELECT f.id, -bm25({table}, 1.0, 1.0) AS s FROM {table} JOIN facts f ON f.rowid = {table}.rowid "
-        f"WHERE {table} MATCH ? AND f.user_id = ? AND {when} ORDER BY s DESC, f.rowid LIMIT ?",
-        [query, user, *times, limit]).fetchall()
-    return {fid: score for fid, score in rows}
+    words = query_terms(text)
+    if not words:
+        return {}
+    live = "f.valid_until IS NULL AND f.superseded_by IS NULL"
+    columns = "{text context}" if context_weight > 0 else "text"
+    query = f"{columns} : (" + " OR ".join(f'"{w}"' for w in words) + ")"
+    match = ("reference MATCH '(' || ? || ') AND state : current'" if as_of is None else
+             "reference MATCH ? AND reference.valid_from <= ? "
+             "AND (reference.valid_until IS NULL OR reference.valid_until > ?)")
+    with records._lock:
+        conn = records.db.conn
+        conn.execute("DROP TABLE IF EXISTS temp.reference")
+        conn.execute("CREATE VIRTUAL TABLE temp.reference USING fts5(text, context, live UNINDEXED, valid_from "
+                     "UNINDEXED, valid_until UNINDEXED, state, tokenize = 'porter unicode61 remove_diacritics 2')")
+        conn.execute("INSERT INTO temp.reference(rowid, text, context, live, valid_from, valid_until, state) "
+                     f"SELECT f.rowid, {fts._TEXT.format(f='f')}, {fts._CONTEXT.format(f='f')}, {live}, "
+                     f"f.valid_from, f.valid_until, CASE WHEN {live} THEN 'current' ELSE 'ended' END FROM facts f "
+                     "WHERE f.user_id = ?",
+                     [user])
+        rows = conn.execute(
+            f"SELECT f.id, -bm25(reference, 1.0, ?, 0.0, 0.0, 0.0, 0.0) AS s FROM reference JOIN facts f "
+            f"ON f.rowid = reference.rowid WHERE {match} ORDER BY s DESC, reference.rowid LIMIT ?",
+            [float(context_weight), query, *([iso(as_of)] * 2 if as_of else []), limit]).fetchall()
+        conn.execute("DROP TABLE temp.reference")
+    return dict(rows)
 
 
 def test_the_lexical_ranking_holds_only_valid_facts_however_many_are_retired(memory):
@@ -142,8 +164,8 @@ def test_the_lexical_ranking_holds_only_valid_facts_however_many_are_retired(mem
     for as_of in (None, T0 + timedelta(days=45), T0 + timedelta(days=1000)):
         for limit in (1, 5, 50):
             got = records.lexical_search("u", text, limit=limit, as_of=iso(as_of) if as_of else None)
-            assert got == pytest.approx(_plain_lexical(memory, "u", text, limit, as_of))
-            assert len(got) == min(limit, len(_plain_lexical(memory, "u", text, 10_000, as_of)))
+            assert list(got) == list(fts5_ranking(memory, "u", text, limit, as_of))
+            assert got == pytest.approx(fts5_ranking(memory, "u", text, limit, as_of), rel=1e-12)
     now = records.lexical_search("u", "moved", limit=50)
     facts = records.get_facts("u", list(now))
     assert now and all(cities[-1] in facts[i].content for i in now)  # the old towns' statements retired with them
@@ -197,40 +219,62 @@ def test_multi_valued_facts_stay_current(memory, first, second):
     assert len([f for f in memory.facts("u") if not f.is_current]) == 0
 
 
-@pytest.mark.parametrize("version", [1, 2, 4])
+def legacy_table(user: str) -> str:
+    """The name of a user's own FTS5 table in folders before schema version 6."""
+    return fts.TABLE_PREFIX + hashlib.sha256(user.encode("utf-8")).hexdigest()[:32]
+
+
+@pytest.mark.parametrize("version", [1, 2, 4, 5])
 def test_an_older_folder_gets_the_index_on_open(tmp_path, embedder, version):
     data = tmp_path / "data"
     with Memory(MemoryConfig(data_dir=data, embedder=embedder)) as memory:
         talk(memory, "u", ("Kim", "I keep bees on the roof."), ("Kim", "I live in Busan."))
         talk(memory, "u", ("Kim", "I moved to Daegu."), session="s1b", at=T0 + timedelta(days=30))
-    db = sqlite3.connect(data / "zep.db")  # make it the folder an older zep-memory left
-    for table in lexical_tables(db):
+        talk(memory, "v", ("Vi", "I keep goats."))
+    db = sqlite3.connect(data / "zep.db")  # make it the folder an older zep-memory left: a table per user
+    for table in ("lexical_postings", "lexical_docs", "lexical_stats"):
         db.execute(f"DROP TABLE {table}")
+    live = "valid_until IS NULL AND superseded_by IS NULL"
+    for user in ("u", "v"):
+        table = legacy_table(user)
         if version == 2:  # words only, no validity: Busan's statements still look current there
             db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(text, context)")
-            db.execute(f"INSERT INTO {table}(rowid, text, context) SELECT rowid, content, '' FROM facts")
-        if version == 4:  # validity, but no state word to match
+            db.execute(f"INSERT INTO {table}(rowid, text, context) SELECT rowid, content, '' FROM facts "
+                       "WHERE user_id = ?", [user])
+        if version in (4, 5):  # validity (5: and the state word)
+            state = ", state" if version == 5 else ""
             db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(text, context, live UNINDEXED, valid_from UNINDEXED, "
-                       "valid_until UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')")
-            db.execute(f"INSERT INTO {table}(rowid, text, context, live, valid_from, valid_until) SELECT rowid, "
-                       "content, '', valid_until IS NULL AND superseded_by IS NULL, valid_from, valid_until FROM facts")
+                       f"valid_until UNINDEXED{state}, tokenize = 'porter unicode61 remove_diacritics 2')")
+            word = f", CASE WHEN {live} THEN 'current' ELSE 'ended' END" if state else ""
+            db.execute(f"INSERT INTO {table}(rowid, text, context, live, valid_from, valid_until{state}) SELECT rowid, "
+                       f"content, '', {live}, valid_from, valid_until{word} FROM facts WHERE user_id = ?", [user])
     db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
     db.commit()
     db.close()
     with Memory(MemoryConfig(data_dir=data, embedder=embedder)) as memory:
         found = memory.get_context("bees", user_id="u", threshold=0.99)
         assert contents(found) == ["Kim: I keep bees on the roof."] and found[0].lexical_score > 0
-        assert len(lexical_index(memory)) == len(memory.facts("u"))
+        assert len(lexical_index(memory)) == len(memory.facts("u")) + len(memory.facts("v"))
         assert memory.check_consistency() == {}
         assert "Busan" not in " ".join(contents(memory.get_context("Busan", user_id="u", threshold=0.99)))
+        assert memory.get_context("goats", user_id="u", threshold=0.99) == []
         talk(memory, "u", ("Kim", "I keep goats too."), session="s2")
         assert "Kim: I keep goats too." in contents(memory.get_context("goats", user_id="u", threshold=0.99))
     db = sqlite3.connect(data / "zep.db")
     assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+    assert lexical_tables(db) == []  # the per-user tables are gone
     db.close()
 
 
-def test_a_users_first_write_rolled_back_takes_its_new_index_table_with_it(memory, monkeypatch):
+def test_no_table_is_made_per_user(memory):
+    db = memory._stores.records.db.conn
+    before = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    for n in range(5):
+        talk(memory, f"user-{n}", ("Kim", f"I keep {n} bees on the roof."), session=f"s{n}")
+    assert db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == before
+
+
+def test_a_users_first_write_rolled_back_takes_its_lexical_rows_with_it(memory, monkeypatch):
     records = memory._stores.records
     real = records.set_episode_status
     calls = []
@@ -244,10 +288,48 @@ def test_a_users_first_write_rolled_back_takes_its_new_index_table_with_it(memor
     monkeypatch.setattr(records, "set_episode_status", fail_once)
     with pytest.raises(RuntimeError):
         talk(memory, "new", ("Noa", "I keep bees on the roof."))
-    assert table_name("new") not in lexical_tables(records.db.conn)  # rolled back with the write
+    assert lexical_index(memory) == {}  # rolled back with the write
+    assert records.db.execute("SELECT count(*) FROM lexical_stats").fetchone()[0] == 0
     talk(memory, "new", ("Noa", "I keep goats in the yard."), session="s2")
     assert contents(memory.get_context("goats", user_id="new", threshold=0.99)) == ["Noa: I keep goats in the yard."]
     assert memory.check_consistency() == {}
+
+
+SAYINGS = ["I live in {c}.", "I moved to {c}.", "My sister {p} lives in {c}.", "I work at {o} as a {j}.",
+           "I like {t} and {t2}.", "I stopped playing {t}.", "{p} and I went running in {c} last week.",
+           "Where did you say {p} works?", "{p} works at {o}, near the café in {c}.", "I'm learning {t} with {p}.",
+           "Our naïve plan: {t} every Sunday in {c}.", "The {j}s at {o} run {t} clubs."]
+FILL = {"c": ["Paris", "Berlin", "Lisbon", "Busan", "São Paulo", "Zürich"], "p": ["Ana", "Bo", "Kim", "Noa"],
+        "o": ["Acme", "Initech", "the aquarium"], "j": ["teacher", "nurse", "runner"],
+        "t": ["chess", "jazz", "running", "runs", "poetry", "café culture"], "t2": ["tea", "opera", "hiking"]}
+
+
+def test_the_rankings_are_those_of_an_fts5_table_per_user(make_memory):
+    """The shared tables rank as the per-user FTS5 tables did: the same facts in the same order, the same
+    scores, for text only, text and context, now and as of a past moment, with a bystander's words around."""
+    rng = random.Random(7)
+    memory = make_memory()
+    for user in ("u", "bystander"):
+        for i in range(40):
+            turns = []
+            for k in range(rng.randint(1, 3)):
+                said = rng.choice(SAYINGS).format(**{key: rng.choice(v) for key, v in FILL.items()})
+                turns.append(("Kim" if user == "u" else "Bo", said) if k % 2 == 0 else (None, "Oh nice, " + said))
+            talk(memory, user, *turns, session=f"{user}-{i}", at=T0 + timedelta(days=3 * i))
+    memory.flush()
+    records = memory._stores.records
+    words = sorted({w for ws in FILL.values() for v in ws for w in v.split()} | {"live", "works", "moved", "run"})
+    compared = 0
+    for n in range(60):
+        text = " ".join(rng.sample(words, rng.randint(1, 4)))
+        as_of = None if n % 3 else T0 + timedelta(days=rng.randint(0, 130))
+        weight = (1.0, 0.5, 0.0)[n % 3]
+        ours = records.lexical_search("u", text, limit=30, as_of=iso(as_of) if as_of else None, context_weight=weight)
+        theirs = fts5_ranking(memory, "u", text, 30, as_of, context_weight=weight)
+        assert list(ours) == list(theirs), text
+        assert ours == pytest.approx(theirs, rel=1e-12), text
+        compared += bool(ours)
+    assert compared > 40
 
 
 def test_a_word_in_most_of_a_long_users_facts_is_not_looked_up(memory):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zep_core.stores.base import VECTOR_KINDS
-from zep_core.stores.fts import TABLE_PREFIX, table_name
+from zep_core.stores.fts import TABLE_PREFIX
 from zep_core.stores.vectors import collection_name
 
 _TABLES = ("episodes", "messages", "facts", "entities", "aliases", "session_messages", "outbox")
@@ -184,25 +184,27 @@ def wipe_vector_index(memory) -> None:
 
 
 def lexical_tables(conn) -> list[str]:
-    """The names of the per-user lexical index tables in an open ``zep.db`` connection."""
+    """The names of per-user lexical (FTS5) tables in an open ``zep.db`` connection: none since schema 6."""
     return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
                                        "AND sql LIKE 'CREATE VIRTUAL TABLE%'", [TABLE_PREFIX + "%"])]
 
 
 def lexical_index(memory) -> dict[str, tuple]:
-    """The lexical (FTS5) index as ``{fact id: (table owner, text, context, live, valid_from, valid_until, state)}``.
+    """The lexical index as ``{fact id: (owner, content, terms, length, live, valid_from, valid_until, postings)}``.
 
-    Read straight from SQLite. The owner is the user whose table holds the row; a row in
-    the wrong table shows as a fact whose ``user_id`` differs from it.
+    Read straight from SQLite. The owner is the user whose key holds the row; a row under
+    the wrong key shows as a fact whose ``user_id`` differs from it. ``postings`` are the
+    row's ``(term, live, tf_text, tf_context, length)``, sorted.
     """
     conn = sqlite3.connect(f"file:{memory.data_dir / 'zep.db'}?mode=ro", uri=True)
     try:
-        users = {table_name(u): u for (u,) in conn.execute("SELECT DISTINCT user_id FROM facts")}
-        out: dict[str, tuple[str, str, str]] = {}
-        for table in lexical_tables(conn):
-            for fid, *row in conn.execute(f"SELECT f.id, x.text, x.context, x.live, x.valid_from, x.valid_until, "
-                                          f"x.state FROM {table} x JOIN facts f ON f.rowid = x.rowid"):
-                out[fid] = (users.get(table, table), *row)
+        out: dict[str, tuple] = {}
+        for fid, owner, content, doc, *row in conn.execute(
+                "SELECT f.id, d.user_id, f.content, d.doc, d.terms, d.length, d.live, d.valid_from, d.valid_until "
+                "FROM lexical_docs d JOIN facts f ON f.rowid = d.doc"):
+            postings = sorted(conn.execute("SELECT term, live, tf_text, tf_context, length FROM lexical_postings "
+                                           "WHERE user_id = ? AND doc = ?", [owner, doc]))
+            out[fid] = (owner, content, " ".join(sorted(row[0].split())), *row[1:], tuple(postings))
         return out
     finally:
         conn.close()

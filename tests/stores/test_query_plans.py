@@ -16,6 +16,7 @@ import re
 import sqlite3
 
 import pytest
+from zep_core.stores import fts
 
 from bench.synth import episodes, make_users, queries
 
@@ -24,6 +25,10 @@ from bench.synth import episodes, make_users, queries
 #: the rules' index that stops before the predicate.
 _WHOLE_USER = re.compile(r"^(SCAN (facts|f)\b|SEARCH (facts|f) USING (COVERING )?INDEX \w+ \(user_id=\?\)$"
                          r"|SEARCH (facts|f) USING INDEX facts_rule_keys \(user_id=\? AND subject_id=\?\)$)")
+#: A plan step on the shared lexical tables that is not a search of a key led by ``user_id``: it could
+#: read other tenants' rows (the tables hold every user's).
+_LEXICAL = re.compile(r"^(SCAN|SEARCH) (lexical_\w+|lp|ld)\b")
+_BY_USER = re.compile(r"^SEARCH \w+ USING (COVERING |PRIMARY )?(INDEX \w+ |KEY )?\(user_id=\?")
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +62,16 @@ def _statements(memory, work) -> list[str]:
 def _whole_user_reads(memory, statements) -> list[tuple[str, str]]:
     """``(statement, plan step)`` for every plan step that walks a user's facts."""
     plans = sqlite3.connect(f"file:{memory.data_dir / 'zep.db'}?mode=ro", uri=True)
+    plans.executescript(fts.SCRATCH)  # the store's connection has its scratch tables
     found = []
     try:
         for sql in dict.fromkeys(statements):
-            if not re.match(r"\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b", sql, re.I) or "facts" not in sql:
+            if not re.match(r"\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b", sql, re.I) or not re.search(
+                    r"\b(facts|lexical_(docs|postings|stats))\b", sql):
                 continue
             for step in plans.execute("EXPLAIN QUERY PLAN " + sql).fetchall():
-                if _WHOLE_USER.match(step[3]):
+                lexical = _LEXICAL.match(step[3]) and "temp." not in step[3]
+                if _WHOLE_USER.match(step[3]) or (lexical and not _BY_USER.match(step[3])):
                     found.append((" ".join(sql.split())[:300], step[3]))
     finally:
         plans.close()
@@ -81,6 +89,9 @@ def test_the_pattern_catches_a_read_by_user_alone(grown):
     sql = f"SELECT content FROM facts WHERE user_id = '{users[0].id}' AND id IN ({ids})"
     assert _whole_user_reads(memory, [sql]), "SQLite no longer plans this on user_id: the check needs a new example"
     assert _whole_user_reads(memory, [sql.replace("WHERE user_id", "WHERE +user_id")]) == []
+    everyone = "SELECT lp.doc FROM lexical_postings lp WHERE lp.term = 'paris' AND lp.live = 1"
+    assert _whole_user_reads(memory, [everyone])  # the shared lexical tables: a read not led by user_id
+    assert _whole_user_reads(memory, [everyone.replace("WHERE", f"WHERE lp.user_id = '{users[0].id}' AND")]) == []
 
 
 def test_queries_read_by_key(grown):
