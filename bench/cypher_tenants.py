@@ -19,8 +19,8 @@ in a folder holding the same tenant among ``--tenants`` small ones:
 * ``get_context`` p50, which does not go through the sandbox (its hop queries use the
   shared graph index, unchanged), to show the isolation costs the query path nothing.
 
-Run: ``python -m bench.tenants [--tenants 10000] [--quick]``; writes
-``bench/results/tenants.json``.
+Run: ``python -m bench.cypher_tenants [--tenants 10000] [--quick]``; writes
+``bench/results/cypher_tenants.json``.
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def format_table(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m bench.tenants", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.cypher_tenants", description=__doc__.splitlines()[0])
     parser.add_argument("--tenants", type=int, default=10_000)
     parser.add_argument("--quick", action="store_true", help="1,000 tenants, 50 large-tenant episodes")
     parser.add_argument("--keep", type=Path, help="build (or reuse) the folders here")
@@ -177,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     result = run(tenants=1000 if args.quick else args.tenants, big_episodes=50 if args.quick else 200,
                  keep=args.keep)
-    path = write_result("tenants", result, args.out)
+    path = write_result("cypher_tenants", result, args.out)
     print(format_table(result))
     print(f"written: {path}")
     return result
