@@ -85,6 +85,25 @@ def rss_mb() -> dict[str, float]:
     return out
 
 
+def tree_cpu_s() -> float:
+    """CPU seconds (user + system) of this process and every live process under it, a Chroma child included.
+
+    ``time.process_time`` counts this process only, and the memory's Chroma child is not
+    ours to wait for (multiprocessing's fork server forks it): its times are read from
+    ``/proc/<pid>/stat``. A child that has exited is not counted: read it before closing.
+    """
+    total = time.process_time()
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in _descendants(os.getpid()):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 def _descendants(pid: int) -> list[int]:
     """Every live process under ``pid`` (children, their children, ...), from ``/proc/*/stat``."""
     parent_of: dict[int, int] = {}

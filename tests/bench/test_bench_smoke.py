@@ -195,3 +195,20 @@ def test_a_tiny_long_user_run_is_reported_with_its_floor_target(tmp_path):
     page = render(tmp_path / "results")
     assert f"one user of {row['facts']} facts: get_context p95 ≤ 2×" in page
     assert "## One user of many facts" in page
+
+
+def test_the_tenants_bench_builds_and_measures_every_size(tmp_path):
+    from bench.tenants import format_table
+    from bench.tenants import run as run_tenants
+
+    result = run_tenants(sizes=(12,), baseline=6, quiet=True, out_dir=tmp_path)
+    base, row = result["sizes"]
+    assert (base["tenants"], row["tenants"]) == (6, 12)
+    for measured in (base, row):
+        assert measured["facts_per_tenant_sampled"] > 5  # each tenant holds facts, learned through the bulk API
+        assert measured["embedder_cpu_s"] > 0 and measured["build_cpu_s"] > 0
+        assert measured["open_ms"] > 0 and measured["cold_first_query_ms"]["p95"] > 0
+        assert measured["warm_queries"] > 0 and measured["rss_after_touching"]["rss_mb"] > 0
+    assert base["warm_p95_over_baseline"] == 1.0
+    assert json.loads(Path(result["path"]).read_text())["sizes"][1]["tenants"] == 12
+    assert "12 tenants" in format_table(result)
