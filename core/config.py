@@ -179,7 +179,7 @@ SPEC_SCORING = ScoringSettings(semantic_threshold=0.6, semantic_weight=0.7, grap
 
 
 #: Users with fewer current facts are searched exactly in SQLite (bench/vector_tiers.py chose it).
-VECTOR_EXACT_BELOW = 2000
+VECTOR_EXACT_BELOW = 1000
 
 
 @dataclass(frozen=True, kw_only=True)

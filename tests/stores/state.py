@@ -184,8 +184,14 @@ def vector_ids(memory, user: str, kind: str) -> set[str]:
 
 
 def wipe_vector_index(memory) -> None:
-    """Lose the whole vector index, as a wiped Chroma folder or server would."""
-    memory._stores.vectors.reset()
+    """Lose the whole vector index, as a wiped Chroma folder or server would.
+
+    Chroma's collections go, the tiered index's marks stay (a reset of the tiered index
+    would demote every user, losing nothing).
+    """
+    vectors = memory._stores.vectors
+    chroma = vectors._index() if hasattr(vectors, "settle") else vectors
+    chroma.reset()
 
 
 def lexical_tables(conn) -> list[str]:
