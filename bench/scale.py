@@ -391,7 +391,9 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int =
     try:
         embedder = RecordingEmbedder(LocalEmbedder())
         embedder.embed(["warm up the model"])
-        with Memory(MemoryConfig(data_dir=root, embedder=embedder)) as memory:
+        # every user gets a Chroma collection: this measures that path against its floor (bench/vector_tiers.py
+        # measures the exact tier)
+        with Memory(MemoryConfig(data_dir=root, embedder=embedder, vector_exact_below=0)) as memory:
             loader = _Loader(memory, people, seed)
             for size in sizes:
                 load = None

@@ -178,6 +178,10 @@ SPEC_SCORING = ScoringSettings(semantic_threshold=0.6, semantic_weight=0.7, grap
                                graph_mode="candidates", newer_first_similarity=1.0)
 
 
+#: Users with fewer current facts are searched exactly in SQLite (bench/vector_tiers.py chose it).
+VECTOR_EXACT_BELOW = 1000
+
+
 @dataclass(frozen=True, kw_only=True)
 class StorageSettings:
     """How the data folder's stores are opened.
@@ -195,6 +199,18 @@ class StorageSettings:
             :class:`~zep_core.StoreUnavailableError`; the index writes stay queued in SQLite
             and the next open checks the vector index (Chroma can wait forever inside a
             write on a full disk). Closing the memory waits for the child at most as long.
+        vector_exact_below: a user with fewer current facts than this has no Chroma
+            collection: their query is an exact cosine search over the vectors SQLite keeps
+            (no memory held between queries, nothing per user on disk but their rows). The
+            first index write that finds a user at or above it builds their collection
+            (approximate HNSW search, resident while in use); they keep it until a
+            rebuild. The default is where approximate search starts to pay, measured by
+            ``bench/vector_tiers.py`` (docs/benchmarks.md, "Vector tiers"); 0 gives every
+            user a collection, as before.
+        vector_collections_open: at most this many users' Chroma collections are resident
+            at once; one more closes Chroma (releasing them all; nothing is lost) and it
+            opens again on the next call that needs it. Each costs about 3 MB plus its
+            vectors (docs/benchmarks.md).
         on_embedder_mismatch: ``error`` (default) or ``reembed`` when the data folder was
             built with another embedder.
         index_writes: ``background`` (default): ``conversation_end`` returns once SQLite has
@@ -218,6 +234,8 @@ class StorageSettings:
     chroma_url: str | None = None
     chroma_process: bool = True
     vector_timeout_s: float = 30.0
+    vector_exact_below: int = VECTOR_EXACT_BELOW
+    vector_collections_open: int = 64
     on_embedder_mismatch: Literal["error", "reembed"] = "error"
     index_writes: Literal["background", "sync"] = "background"
     on_missing_index: Literal["rebuild", "error", "ignore"] = "rebuild"
@@ -234,6 +252,10 @@ class StorageSettings:
             raise ConfigError(f"chroma_process must be True or False, got {self.chroma_process!r}")
         if not _is_real(self.vector_timeout_s) or not 0 < self.vector_timeout_s <= 3600:
             raise ConfigError(f"vector_timeout_s must be seconds in (0, 3600], got {self.vector_timeout_s!r}")
+        if not _is_int(self.vector_exact_below) or self.vector_exact_below < 0:
+            raise ConfigError(f"vector_exact_below must be an integer >= 0 (0: every user gets a Chroma "
+                              f"collection), got {self.vector_exact_below!r}")
+        _check_counts(self, "vector_collections_open")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -374,7 +396,8 @@ class MemoryConfig:
             ``lexical_weight``, ``lexical_candidates``, ``lexical_context_weight``, ``rrf_k``,
             ``graph_mode``, ``asker_weight``, ``newer_first_similarity``.
         storage: :class:`StorageSettings`: ``busy_timeout_ms``, ``graph_buffer_pool_mb``,
-            ``chroma_url``, ``chroma_process``, ``vector_timeout_s``, ``on_embedder_mismatch``,
+            ``chroma_url``, ``chroma_process``, ``vector_timeout_s``, ``vector_exact_below``,
+            ``vector_collections_open``, ``on_embedder_mismatch``,
             ``index_writes``, ``on_missing_index``.
         limits: :class:`LimitSettings`: ``max_message_chars``, ``max_messages_per_episode``,
             ``max_facts_per_episode``, ``strict_timezones``, ``max_extraction_attempts``.

@@ -90,6 +90,7 @@ class Maintenance:
         elif self.config.on_missing_index != "ignore":
             self._check_indexes(data_dir)
         self._drop_retired_vectors()
+        self._settle_vector_tiers()
         self.sync.drain()
 
     def _drop_retired_vectors(self) -> None:
@@ -108,6 +109,15 @@ class Maintenance:
             log.info("dropped %d vector collections of kinds nothing reads (%s)", dropped, done)
         self.records.set_meta("retired_vectors", done)
 
+    def _settle_vector_tiers(self) -> None:
+        """Once per folder from before the vector tiers: drop the collections of users now searched in SQLite."""
+        settle = getattr(self.vectors, "settle", None)
+        if settle is None or self.vectors.settled():
+            return
+        dropped = settle(self.records.users())
+        if dropped:
+            log.info("dropped %d vector collections of users now searched exactly in SQLite", dropped)
+
     def missing_indexes(self) -> list[str]:
         """The indexes that hold nothing of what SQLite says they must, looked up by key (cheap).
 
@@ -121,7 +131,9 @@ class Maintenance:
         if entity is None and fact is None:
             return []
         missing = []
-        if fact is not None and not any(self.vectors.count(fact[0], kind) for kind in VECTOR_KINDS):
+        lost = getattr(self.vectors, "lost_collections", None)  # tiered: a large user's collection is gone
+        if fact is not None and (not any(self.vectors.count(fact[0], kind) for kind in VECTOR_KINDS)
+                                 or (lost is not None and lost())):
             missing.append("the vector index (Chroma)")
         edge = self.records.indexed_edge_sample()
         if edge is not None:

@@ -42,6 +42,9 @@ def make_memory(tmp_path, embedder, clock):
     opened: list[Memory] = []
 
     def make(data_dir=None, **options) -> Memory:
+        # Every user gets a Chroma collection here, so the suite keeps checking Chroma as it did before the
+        # vector tiers; tests/stores/test_tiered.py (and tests that pass it) cover the exact tier.
+        options.setdefault("vector_exact_below", 0)
         cfg = MemoryConfig(data_dir=data_dir or tmp_path / "data", embedder=options.pop("embedder", embedder),
                            **options)
         memory = Memory(cfg, clock=options.pop("clock", clock))

@@ -114,7 +114,7 @@ def open_stores(config: MemoryConfig) -> Stores:
             _repair_indexes(records, root, lock, embedded_chroma=not config.chroma_url)
         elif lock.unclean_since is not None and not config.chroma_url:
             _check_chroma_files(records, root, lock.unclean_since)
-        vectors = _open_vectors(root / "chroma", config)
+        vectors = _open_vectors(root / "chroma", config, records)
         opened.append(vectors)
         graph = KuzuGraphIndex(root / "graph", buffer_pool_mb=config.graph_buffer_pool_mb)
         for store in (records, vectors, graph):  # a full disk seen by any store: the next open rebuilds the indexes
@@ -127,8 +127,21 @@ def open_stores(config: MemoryConfig) -> Stores:
     return Stores(records, vectors, graph, lock)
 
 
-def _open_vectors(path: Path, config: MemoryConfig) -> VectorIndex:
-    """The vector index: a Chroma server, or the embedded client (in a child process where it can be)."""
+def _open_vectors(path: Path, config: MemoryConfig, records: RecordStore) -> VectorIndex:
+    """The vector index: exact search in SQLite for small users, Chroma (opened lazily) for large ones.
+
+    Chroma is a server, or the embedded client (in a child process where it can be);
+    see :mod:`zep_core.stores.tiered` for the two tiers.
+    """
+    from .tiered import TieredVectorIndex
+
+    return TieredVectorIndex(records, lambda: _open_chroma(path, config), exact_below=config.vector_exact_below,
+                             max_open=config.vector_collections_open,
+                             chroma_path=None if config.chroma_url else path)
+
+
+def _open_chroma(path: Path, config: MemoryConfig) -> VectorIndex:
+    """The Chroma index: a server, or the embedded client (in a child process where it can be)."""
     from . import vector_process
     from .vectors import ChromaVectorIndex
 

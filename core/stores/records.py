@@ -278,6 +278,34 @@ class RecordStore:
         for table in ("lexical_postings", "lexical_docs", "lexical_stats"):
             self._exec(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
 
+    # -- vector tiers (zep_core.stores.tiered) ----------------------------------------
+
+    def current_vectors(self, user_id: str) -> list[tuple[str, bytes]]:
+        """``(id, float32 blob)`` of every current fact of one user, in id order (one read by ``facts_current``)."""
+        return self._rows("SELECT f.id, f.embedding FROM facts f INDEXED BY facts_current WHERE f.user_id = ? "
+                          "AND f.valid_until IS NULL AND f.superseded_by IS NULL ORDER BY f.id", [user_id])
+
+    def current_fact_count(self, user_id: str) -> int:
+        """How many current facts one user has (counted in ``facts_current``, no fact row read)."""
+        return int(self._rows("SELECT count(*) FROM facts INDEXED BY facts_current WHERE user_id = ? "
+                              "AND valid_until IS NULL AND superseded_by IS NULL", [user_id])[0][0])
+
+    def vector_tiers(self) -> dict[str, str]:
+        """Users whose vectors have (or are getting) a Chroma collection: ``{user_id: 'building' | 'ready'}``."""
+        return dict(self._rows("SELECT user_id, state FROM vector_tiers"))
+
+    def set_vector_tier(self, user_id: str, state: str) -> None:
+        """Record that a user's collection is being built (``building``) or complete (``ready``)."""
+        self._exec("INSERT INTO vector_tiers(user_id, state) VALUES (?, ?) "
+                   "ON CONFLICT(user_id) DO UPDATE SET state = excluded.state", [user_id, state])
+
+    def clear_vector_tier(self, user_id: str | None = None) -> None:
+        """Forget one user's collection mark, or every user's (None)."""
+        if user_id is None:
+            self._exec("DELETE FROM vector_tiers")
+        else:
+            self._exec("DELETE FROM vector_tiers WHERE user_id = ?", [user_id])
+
     # -- episodes ---------------------------------------------------------------
 
     def episode_owner(self, episode_id: str) -> str | None:

@@ -42,6 +42,10 @@ __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "StoredFact", "blob", "en
 #: neighbouring entities (:meth:`RecordStore.neighbours`). The queries name them with
 #: ``INDEXED BY``: the planner otherwise walks every current fact of a speaker through
 #: ``facts_subject`` (bench/findings.md has the cost at 100k facts).
+#:
+#: ``facts_current`` (a user's current fact ids) and ``vector_tiers`` (the users whose vectors
+#: have a Chroma collection, :mod:`zep_core.stores.tiered`) serve the exact search of small
+#: users' vectors (new in version 6, whose folders an older version refuses).
 SCHEMA_VERSION = 6
 
 SCHEMA = """
@@ -78,6 +82,9 @@ CREATE INDEX IF NOT EXISTS facts_out ON facts(user_id, subject_id, object_id)
     WHERE valid_until IS NULL AND superseded_by IS NULL AND object_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS facts_in ON facts(user_id, object_id, subject_id)
     WHERE valid_until IS NULL AND superseded_by IS NULL AND object_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS facts_current ON facts(user_id, id)
+    WHERE valid_until IS NULL AND superseded_by IS NULL;
+CREATE TABLE IF NOT EXISTS vector_tiers (user_id TEXT PRIMARY KEY, state TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS entities (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL,
     entity_type TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '',

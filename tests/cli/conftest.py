@@ -56,7 +56,9 @@ def open_memory(embedder):
 def alice_template(tmp_path_factory, embedder):
     """The README demo's data folder, built once: Alice moves from Paris to Berlin (user 'alice')."""
     data = tmp_path_factory.mktemp("alice") / "data"
-    with Memory(MemoryConfig(data_dir=data, embedder=embedder)) as memory:
+    # alice gets a Chroma collection (vector_exact_below=0: she stays promoted whatever the CLI's threshold),
+    # so the tests of a lost vector index have one to lose
+    with Memory(MemoryConfig(data_dir=data, embedder=embedder, vector_exact_below=0)) as memory:
         memory.conversation_end("session-1", SESSION_1, user_id="alice", episode_id="session-1")
         memory.conversation_end("session-2", SESSION_2, user_id="alice", episode_id="session-2")
         memory.refresh_entities()

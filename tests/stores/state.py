@@ -36,6 +36,7 @@ class StoreState:
     #                                                                    predicate, current, superseded_by, vu)
     entities: dict[str, str] = field(default_factory=dict)            # id -> user
     chroma: dict[str, frozenset] = field(default_factory=dict)        # collection -> ids
+    promoted: frozenset = frozenset()                                 # users with a Chroma collection (tiers)
     graph_nodes: dict[str, str] = field(default_factory=dict)         # id -> user
     graph_edges: dict[str, tuple] = field(default_factory=dict)       # fact id -> (user, s, o, current)
     graph_edges_backward: dict[str, tuple] = field(default_factory=dict)  # the same, read from the targets
@@ -59,6 +60,7 @@ def sqlite_rows(db_path: Path) -> tuple[dict[str, frozenset], dict[str, tuple], 
         facts = {r[0]: (r[1], r[2], r[3], r[4], r[5] is None and r[6] is None, r[6], r[5]) for r in conn.execute(
             "SELECT id, user_id, subject_id, object_id, predicate, valid_until, superseded_by FROM facts")}
         entities = dict(conn.execute("SELECT id, user_id FROM entities").fetchall())
+        rows["vector_tiers"] = frozenset(conn.execute("SELECT user_id FROM vector_tiers WHERE state = 'ready'"))
     finally:
         conn.close()
     # the outbox's autoincrement seq is bookkeeping; compare its content only
@@ -89,9 +91,11 @@ def snapshot(memory, *, with_files: bool = False) -> StoreState:
     """The state of an open memory's three stores, read directly from each (after a flush)."""
     memory.flush()  # index writes may still be queued for the background indexer
     rows, facts, entities = sqlite_rows(memory.data_dir / "zep.db")
+    promoted = frozenset(u for (u,) in rows.pop("vector_tiers"))
     stores = memory._stores
     nodes, edges, backward = graph_state(stores.graph)
     return StoreState(rows=rows, facts=facts, entities=entities, chroma=stores.vectors.collection_ids(),
+                      promoted=promoted,
                       graph_nodes=nodes, graph_edges=edges, graph_edges_backward=backward,
                       files=data_files(memory.data_dir) if with_files else frozenset())
 
@@ -103,10 +107,11 @@ def problems(state: StoreState, single_valued: Iterable[str]) -> list[str]:
     facts, entities = state.facts, state.entities
     users = state.users()
     expected: dict[str, frozenset] = {}
-    for user in users:
+    small = {collection_name(u, "current") for u in users - state.promoted}
+    for user in users & state.promoted:  # the others are searched exactly in SQLite (zep_core.stores.tiered)
         mine = {f: v for f, v in facts.items() if v[0] == user}
         expected[collection_name(user, "current")] = frozenset(f for f, v in mine.items() if v[4])
-    for name in set(expected) | set(state.chroma):
+    for name in set(expected) | {n for n in state.chroma if n not in small}:
         want, got = expected.get(name, frozenset()), state.chroma.get(name, frozenset())
         if want != got:
             out.append(f"chroma {name}: missing {sorted(want - got)[:3]}, stale {sorted(got - want)[:3]}")
@@ -179,8 +184,14 @@ def vector_ids(memory, user: str, kind: str) -> set[str]:
 
 
 def wipe_vector_index(memory) -> None:
-    """Lose the whole vector index, as a wiped Chroma folder or server would."""
-    memory._stores.vectors.reset()
+    """Lose the whole vector index, as a wiped Chroma folder or server would.
+
+    Chroma's collections go, the tiered index's marks stay (a reset of the tiered index
+    would demote every user, losing nothing).
+    """
+    vectors = memory._stores.vectors
+    chroma = vectors._index() if hasattr(vectors, "settle") else vectors
+    chroma.reset()
 
 
 def lexical_tables(conn) -> list[str]:
