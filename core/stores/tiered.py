@@ -126,6 +126,12 @@ class TieredVectorIndex:
         return self._needs_check or bool(getattr(self._chroma, "needs_check", False))
 
     @property
+    def chroma(self) -> VectorIndex:
+        """The Chroma index behind the promoted users (opened now if it was not; tests and tools reach it here)."""
+        with self._lock:
+            return self._index()
+
+    @property
     def chroma_started(self) -> bool:
         """Whether Chroma is open now."""
         return self._chroma is not None
@@ -157,8 +163,10 @@ class TieredVectorIndex:
         chroma, self._chroma = self._chroma, None
         self._resident.clear()
         if chroma is not None:
-            self._needs_check = self._needs_check or bool(getattr(chroma, "needs_check", False))
-            chroma.close()
+            try:
+                chroma.close()
+            finally:  # a child killed at its close deadline sets it: the next open checks Chroma's files
+                self._needs_check = self._needs_check or bool(getattr(chroma, "needs_check", False))
 
     def resident(self) -> list[str]:
         """The promoted users whose collections are open now, least recently used first."""

@@ -65,8 +65,11 @@ def ingest_until_killed(data: str, acks: str, seed: int, trial: int, embedder: s
         os.fsync(fd)
 
     emb = HashEmbedder() if embedder == "hash" else LocalEmbedder()
-    memory = Memory(MemoryConfig(data_dir=data, embedder=emb))
-    ack(f"open {getattr(memory._stores.vectors, 'pid', None) or -1}")
+    # a user's vectors get a Chroma collection from their third current fact: kills land in both tiers and
+    # in promotions (a collection built from SQLite, then marked); Chroma is started at the open, as the
+    # parent kills its process too
+    memory = Memory(MemoryConfig(data_dir=data, embedder=emb, vector_exact_below=3))
+    ack(f"open {getattr(memory._stores.vectors.chroma, 'pid', None) or -1}")
 
     def send(eid: str, user: str, messages: list[Message]) -> None:
         result = memory.conversation_end("s", messages, user_id=user, episode_id=eid)

@@ -28,9 +28,11 @@ def episode(i: int) -> list[dict]:
 
 
 def main(data: str, acks: str) -> None:
-    memory = Memory.open(data, vector_timeout_s=float(os.environ.get("ZEP_TEST_VECTOR_TIMEOUT_S", "30")))
+    # every user's vectors in Chroma (no exact tier): the disk fills under all three stores' writes
+    memory = Memory.open(data, vector_timeout_s=float(os.environ.get("ZEP_TEST_VECTOR_TIMEOUT_S", "30")),
+                         vector_exact_below=0)
     helper = vector_process._HELPER.proc.pid if vector_process._HELPER else None
-    print(json.dumps({"pid": os.getpid(), "helper": helper, "child": memory._stores.vectors.pid}), flush=True)
+    print(json.dumps({"pid": os.getpid(), "helper": helper, "child": memory._stores.vectors.chroma.pid}), flush=True)
     failed_at = None
     tries = 0
     out = os.open(acks, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -342,8 +342,9 @@ def test_a_vector_index_a_crash_left_unloadable_is_rebuilt_from_sqlite(tmp_path)
     # Chroma writes its HNSW files in place; a kill in the middle leaves files that fail to load (or
     # segfault the loader: chroma-core/chroma#7238). After an unclean shutdown they are loaded in a child
     # process first, and rebuilt from SQLite when that fails.
-    config = MemoryConfig(data_dir=tmp_path, embedder=HashEmbedder())
-    with Memory(config) as memory:  # 1,000 vectors in one collection: Chroma persists its HNSW files
+    # 600 facts, over the exact tier's 100: Ann's vectors get a collection, and Chroma persists its HNSW files
+    config = MemoryConfig(data_dir=tmp_path, embedder=HashEmbedder(), vector_exact_below=100)
+    with Memory(config) as memory:
         memory.conversation_end("s", [Message(f"I like thing{i}.", name="Ann") for i in range(600)], user_id="ann")
         expected = [f.content for f in memory.get_context("thing42", user_id="ann", limit=1)]
     assert "Ann likes thing42." in expected
@@ -360,7 +361,7 @@ def test_a_vector_index_a_crash_left_unloadable_is_rebuilt_from_sqlite(tmp_path)
         import json, sys
         from zep_core import Memory, MemoryConfig
         from tests.core.fakes import HashEmbedder
-        with Memory(MemoryConfig(data_dir=sys.argv[1], embedder=HashEmbedder())) as memory:
+        with Memory(MemoryConfig(data_dir=sys.argv[1], embedder=HashEmbedder(), vector_exact_below=100)) as memory:
             found = [f.content for f in memory.get_context("thing42", user_id="ann", limit=1)]
             print(json.dumps({"found": found, "consistency": memory.check_consistency()}))
     """)

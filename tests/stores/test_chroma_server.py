@@ -24,7 +24,9 @@ def two_sessions(memory: Memory, user: str = "alice") -> None:
 
 @pytest.fixture
 def server_memory(tmp_path, embedder, chroma_server):
-    memory = Memory(MemoryConfig(data_dir=tmp_path / "data", embedder=embedder, chroma_url=chroma_server))
+    # every user gets a collection on the server (no exact tier): these tests are about the server's Chroma
+    memory = Memory(MemoryConfig(data_dir=tmp_path / "data", embedder=embedder, chroma_url=chroma_server,
+                                 vector_exact_below=0))
     yield memory
     memory.close()
 
@@ -44,8 +46,8 @@ def test_conversation_end_and_get_context_work_against_a_chroma_server(server_me
 
 
 def test_two_data_folders_share_one_server_without_seeing_each_other(tmp_path, embedder, chroma_server):
-    a = Memory(MemoryConfig(data_dir=tmp_path / "a", embedder=embedder, chroma_url=chroma_server))
-    b = Memory(MemoryConfig(data_dir=tmp_path / "b", embedder=embedder, chroma_url=chroma_server))
+    a = Memory(MemoryConfig(data_dir=tmp_path / "a", embedder=embedder, chroma_url=chroma_server, vector_exact_below=0))
+    b = Memory(MemoryConfig(data_dir=tmp_path / "b", embedder=embedder, chroma_url=chroma_server, vector_exact_below=0))
     try:
         two_sessions(a, "alice")
         b.conversation_end("s1", [Message("I live in Rome.", name="Alice")], user_id="alice")

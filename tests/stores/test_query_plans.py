@@ -23,7 +23,11 @@ from bench.synth import episodes, make_users, queries
 #: A plan step that reads every fact of a user (or of everyone): a scan, or an index search on user_id
 #: alone; or every current fact of a speaker (the subject of nearly all of a user's facts): a search of
 #: the rules' index that stops before the predicate.
-_WHOLE_USER = re.compile(r"^(SCAN (facts|f)\b|SEARCH (facts|f) USING (COVERING )?INDEX \w+ \(user_id=\?\)$"
+#: ``facts_current`` is the exception: the exact vector search of a user below ``vector_exact_below``
+#: reads all their current vectors by design (bounded by that threshold; larger users have a Chroma
+#: collection), and counting them reads the index alone.
+_WHOLE_USER = re.compile(r"^(SCAN (facts|f)\b|SEARCH (facts|f) USING (COVERING )?INDEX (?!facts_current )\w+ "
+                         r"\(user_id=\?\)$"
                          r"|SEARCH (facts|f) USING INDEX facts_rule_keys \(user_id=\? AND subject_id=\?\)$)")
 #: A plan step on the shared lexical tables that is not a search of a key led by ``user_id``: it could
 #: read other tenants' rows (the tables hold every user's).

@@ -64,7 +64,7 @@ def test_chromas_runtime_in_the_child_has_one_worker_unless_the_environment_says
 
 def test_a_memory_runs_chroma_in_a_child_by_default_and_in_process_when_asked(make_memory, tmp_path):
     memory = make_memory(tmp_path / "a")
-    index = memory._stores.vectors
+    index = memory._stores.vectors.chroma
     assert isinstance(index, ChromaProcess)
     assert index.pid != os.getpid() and not gone(index.pid, within_s=0)
     talk(memory, "I live in Oslo.")
@@ -74,7 +74,7 @@ def test_a_memory_runs_chroma_in_a_child_by_default_and_in_process_when_asked(ma
     assert gone(pid), "the Chroma child outlived its memory"
 
     inline = make_memory(tmp_path / "b", chroma_process=False)
-    assert isinstance(inline._stores.vectors, ChromaVectorIndex)
+    assert isinstance(inline._stores.vectors.chroma, ChromaVectorIndex)
     talk(inline, "I live in Rome.")
     assert "Rome" in inline.context_block("Where does Ann live?", user_id="ann")
 
@@ -83,7 +83,7 @@ def test_a_child_found_dead_is_started_again_and_nothing_is_lost(make_memory):
     memory = make_memory()
     talk(memory, "I live in Oslo.")
     memory.flush()
-    index = memory._stores.vectors
+    index = memory._stores.vectors.chroma
     first = index.pid
     os.kill(first, signal.SIGKILL)
     assert gone(first)
@@ -120,10 +120,10 @@ CRASHER = textwrap.dedent("""
     import os, signal, sys
     from zep_core import Memory, MemoryConfig
     from tests.core.fakes import HashEmbedder
-    memory = Memory(MemoryConfig(data_dir=sys.argv[1], embedder=HashEmbedder()))
+    memory = Memory(MemoryConfig(data_dir=sys.argv[1], embedder=HashEmbedder(), vector_exact_below=0))
     memory.conversation_end("s", [{"role": "user", "name": "Ann", "content": "I live in Oslo."}], user_id="ann")
     memory.flush()
-    print(memory._stores.vectors.pid, flush=True)
+    print(memory._stores.vectors.chroma.pid, flush=True)
     if sys.argv[2] == "kill":
         os.kill(os.getpid(), signal.SIGKILL)  # no close, no exit handlers
     # "exit": leave without closing; the exit handlers close the memory and its child
@@ -207,7 +207,7 @@ def test_close_returns_at_the_deadline_when_the_child_never_closes_and_the_next_
     memory = make_memory(data, vector_timeout_s=1.0)
     talk(memory, "I live in Oslo.")
     memory.flush()
-    stuck = memory._stores.vectors.pid
+    stuck = memory._stores.vectors.chroma.pid
     os.kill(stuck, signal.SIGSTOP)
     start = time.monotonic()
     memory.close()
@@ -225,7 +225,7 @@ def test_a_memory_whose_chroma_child_gets_stuck_goes_on_with_a_new_one(make_memo
     memory = make_memory(vector_timeout_s=1.0)
     talk(memory, "I live in Oslo.")
     memory.flush()
-    stuck = memory._stores.vectors.pid
+    stuck = memory._stores.vectors.chroma.pid
     os.kill(stuck, signal.SIGSTOP)
     talk(memory, "I work at the harbour.")  # committed to SQLite; its index write goes to the stuck child
     try:  # the read waits for that write (read-your-writes): it gets the timeout if the indexer did not first
@@ -234,7 +234,7 @@ def test_a_memory_whose_chroma_child_gets_stuck_goes_on_with_a_new_one(make_memo
         assert "did not answer" in str(exc)
     assert gone(stuck, within_s=10)
     assert "harbour" in memory.context_block("Where does Ann work?", user_id="ann")  # through a new child
-    assert memory._stores.vectors.pid != stuck
+    assert memory._stores.vectors.chroma.pid != stuck
     assert memory.check_consistency() == {}
 
 
@@ -243,10 +243,11 @@ HOLDER = textwrap.dedent("""
     from zep_core import Memory, MemoryConfig
     from zep_core.stores import vector_process
     from tests.core.fakes import HashEmbedder
-    memory = Memory(MemoryConfig(data_dir=sys.argv[1], embedder=HashEmbedder()))
+    memory = Memory(MemoryConfig(data_dir=sys.argv[1], embedder=HashEmbedder(), vector_exact_below=0))
     memory.conversation_end("s", [{"role": "user", "name": "Ann", "content": "I live in Oslo."}], user_id="ann")
     memory.flush()
-    print(json.dumps({"child": memory._stores.vectors.pid, "helper": vector_process._HELPER.proc.pid}), flush=True)
+    child = memory._stores.vectors.chroma.pid
+    print(json.dumps({"child": child, "helper": vector_process._HELPER.proc.pid}), flush=True)
     sys.stdin.read()  # until the test kills this process
 """)
 
@@ -311,7 +312,7 @@ def test_a_process_forked_from_the_memorys_leaves_its_chroma_child_alone(make_me
     if pid == 0:  # exits at once, running no exit handlers but what a forked copy would run at exit
         code = 0
         try:
-            index = memory._stores.vectors
+            index = memory._stores.vectors.chroma
             index.close()  # a copy's close must not close the parent's child
             vector_process._after_fork_in_child()  # idempotent: it ran at fork
             code = 0 if vector_process._HELPER is None else 3
