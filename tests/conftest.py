@@ -36,15 +36,26 @@ def clock() -> Clock:
     return Clock()
 
 
+def every_user_in_chroma(make):
+    """``make_memory`` with every user's vectors in a Chroma collection (``vector_exact_below=0``).
+
+    For the tests of Chroma itself (its child process, losing and rebuilding its
+    collections, its files): by default a small user's vectors are searched in SQLite and
+    Chroma is never started.
+    """
+    def make_with_collections(data_dir=None, **options):
+        options.setdefault("vector_exact_below", 0)
+        return make(data_dir, **options)
+
+    return make_with_collections
+
+
 @pytest.fixture
 def make_memory(tmp_path, embedder, clock):
     """Open memories on real SQLite/Chroma/Kùzu in tmp_path; closed after the test."""
     opened: list[Memory] = []
 
     def make(data_dir=None, **options) -> Memory:
-        # Every user gets a Chroma collection here, so the suite keeps checking Chroma as it did before the
-        # vector tiers; tests/stores/test_tiered.py (and tests that pass it) cover the exact tier.
-        options.setdefault("vector_exact_below", 0)
         cfg = MemoryConfig(data_dir=data_dir or tmp_path / "data", embedder=options.pop("embedder", embedder),
                            **options)
         memory = Memory(cfg, clock=options.pop("clock", clock))

@@ -25,10 +25,17 @@ import pytest
 from zep_core import ConfigError, Memory, MemoryConfig, Message, StoreError
 from zep_core.stores.vectors import ChromaVectorIndex, collection_name
 
+from tests.conftest import every_user_in_chroma
 from tests.core.fakes import HashEmbedder
 from tests.stores.state import vector_ids, wipe_vector_index
 
 NOBODY = 65534
+
+@pytest.fixture
+def make_memory(make_memory):
+    """Every user's vectors in Chroma: these tests are about Chroma's collections and process."""
+    return every_user_in_chroma(make_memory)
+
 
 
 def talk(memory: Memory, user: str, *texts: str, name: str | None = None) -> None:

@@ -12,9 +12,16 @@ import pytest
 from zep_core import ConfigError, Memory, MemoryConfig, Message, NotFoundError
 from zep_core.stores.vectors import collection_name
 
+from tests.conftest import every_user_in_chroma
 from tests.core.fakes import HashEmbedder, ScriptedExtractor, said
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+@pytest.fixture
+def make_memory(make_memory):
+    """Every user's vectors in Chroma: these tests are about Chroma's collections and process."""
+    return every_user_in_chroma(make_memory)
+
 
 
 def talk(memory, user, *lines, session="s"):

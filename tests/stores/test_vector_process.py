@@ -17,11 +17,19 @@ from zep_core.stores import vector_process
 from zep_core.stores.vector_process import ChromaProcess, available
 from zep_core.stores.vectors import ChromaVectorIndex
 
+from tests.conftest import every_user_in_chroma
+
 pytestmark = pytest.mark.skipif(not available(), reason="this platform has no fork() (Windows), so Chroma runs "
                                                         "in the memory's process (tested elsewhere)")
 
 ROOT = Path(__file__).resolve().parents[2]
 DIM = 8
+
+@pytest.fixture
+def make_memory(make_memory):
+    """Every user's vectors in Chroma: these tests are about Chroma's collections and process."""
+    return every_user_in_chroma(make_memory)
+
 
 
 def unit(i: int) -> np.ndarray:
