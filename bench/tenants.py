@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import Progress, percentiles, rss_mb, tree_cpu_s, write_result
-from .synth import SynthUser, episodes, make_users, queries
+from .synth import CITIES, COMPANIES, FIRST, JOBS, LAST, LIKES, SynthUser, episodes, make_users, queries
 
 __all__ = ["run"]
 
@@ -48,10 +48,20 @@ SIZES = (1_000, 10_000)
 FULL_SIZES = (1_000, 10_000, 100_000)
 EPISODES_PER_TENANT = 11  # ~1.8 facts each with the offline extractor: about 20 facts per tenant
 BATCH = 512  # episodes per conversation_end_many call
+_DISTINCT = len(FIRST) * len(LAST)  # the distinct names bench.synth has
 
 
 def _user_id(n: int) -> str:
     return f"tenant-{n:06d}"
+
+
+def _tenant_users(n: int, seed: int) -> list[SynthUser]:
+    """``n`` synthetic users; past the names :func:`bench.synth.make_users` has, names repeat (other people)."""
+    distinct = make_users(min(n, _DISTINCT), seed)
+    rng = random.Random(seed)
+    return [distinct[i] if i < _DISTINCT else
+            SynthUser(f"user-{i:06d}", distinct[i % _DISTINCT].name, rng.choice(CITIES), rng.choice(COMPANIES),
+                      rng.choice(JOBS), rng.sample(LIKES, 3)) for i in range(n)]
 
 
 def _tenant_episodes(users: list[SynthUser], seed: int) -> Any:
@@ -72,7 +82,7 @@ def build(data: Path, tenants: int, seed: int, progress: Progress) -> dict[str, 
     embedder = RecordingEmbedder(LocalEmbedder())
     embedder.embed(["warm up the model"])
     embedder.calls = []
-    users = make_users(tenants, seed)
+    users = _tenant_users(tenants, seed)
     wall, cpu = time.perf_counter(), tree_cpu_s()
     with Memory(MemoryConfig(data_dir=data, embedder=embedder)) as memory:
         stream = _tenant_episodes(users, seed)
@@ -108,7 +118,7 @@ def measure(data: Path, tenants: int, seed: int) -> dict[str, Any]:
         memory = Memory.open(data)
         opens.append((time.perf_counter() - start) * 1000)
         memory.close()
-    users = make_users(tenants, seed)
+    users = _tenant_users(tenants, seed)
     rng = random.Random(seed + 1)
     asked = {u.id: text for u, text in queries(users, min(4 * tenants, 4000), seed + 2)}
 
