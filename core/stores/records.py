@@ -417,7 +417,10 @@ class RecordStore:
         if ids is None:
             self._exec(fts.SCRATCH_ALL, [user])
         else:
-            self._rows_in(fts.scratch_sql("{ids}"), ids, [user])
+            unique = list(dict.fromkeys(ids))
+            for i in range(0, len(unique), _CHUNK):  # a write: a full disk marks the folder, as any write does
+                chunk = unique[i:i + _CHUNK]
+                self._exec(fts.scratch_sql(",".join("?" * len(chunk))), [user, *chunk])
         self._exec(fts.COUNT_SQL)
         self._exec(fts.DOCS_SQL, [user])
         self._exec(fts.POSTINGS_SQL, [user])
