@@ -20,13 +20,15 @@ measuring process), and the warm p95 is reported as a ratio to the baseline's.
 
 Run: ``python -m bench.tenants`` (1,000 and 10,000 tenants) or ``--full`` (and 100,000: about
 an hour and a half here, most of it the embedder), ``--sizes 300 3000`` for others;
-``--keep DIR`` builds (or reuses) the folders there. Writes ``bench/results/tenants.json``.
+``--keep DIR`` builds the folders there, or reuses those whose build completed (with the
+figures it printed, kept in their ``built.json``). Writes ``bench/results/tenants.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import multiprocessing
 import os
 import random
@@ -200,10 +202,14 @@ def run(*, sizes: Sequence[int] = SIZES, baseline: int = BASELINE, seed: int = 7
     try:
         for tenants in (baseline, *sizes):
             data = root / f"tenants-{tenants}"
-            if (data / "zep.db").exists():
-                row: dict[str, Any] = {"tenants": tenants, "build_s": None, "reused": True}
+            built = data / "built.json"  # written once a build completed: a build cut short is started again
+            if built.is_file():
+                row: dict[str, Any] = {**json.loads(built.read_text()), "reused": True}
             else:
+                if data.exists():
+                    shutil.rmtree(data)
                 row = build(data, tenants, seed, progress)
+                built.write_text(json.dumps(row))
             progress(f"{tenants} tenants built: {row}")
             with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as fresh:
                 base = None if tenants == baseline else (root / f"tenants-{baseline}", baseline)

@@ -201,7 +201,8 @@ def test_the_tenants_bench_builds_and_measures_every_size(tmp_path):
     from bench.tenants import format_table
     from bench.tenants import run as run_tenants
 
-    result = run_tenants(sizes=(12,), baseline=6, quiet=True, out_dir=tmp_path)
+    keep = tmp_path / "folders"
+    result = run_tenants(sizes=(12,), baseline=6, quiet=True, out_dir=tmp_path, keep=keep)
     base, row = result["sizes"]
     assert (base["tenants"], row["tenants"]) == (6, 12)
     for measured in (base, row):
@@ -212,3 +213,7 @@ def test_the_tenants_bench_builds_and_measures_every_size(tmp_path):
     assert base["warm_p95_over_baseline"] == 1.0
     assert json.loads(Path(result["path"]).read_text())["sizes"][1]["tenants"] == 12
     assert "12 tenants" in format_table(result)
+    (keep / "tenants-12" / "built.json").unlink()  # as a build cut short leaves it: built again, not reused
+    again = run_tenants(sizes=(12,), baseline=6, quiet=True, out_dir=tmp_path, keep=keep)["sizes"]
+    assert again[0]["reused"] and again[0]["build_s"] == base["build_s"]
+    assert "reused" not in again[1] and again[1]["facts_per_tenant_sampled"] == row["facts_per_tenant_sampled"]
