@@ -95,6 +95,9 @@ class RecordStore:
         self._closing = False
         self._last_log = -1  # log pages at the last checkpoint(): unchanged means no commit since
         self._stems: dict[str, tuple[str, ...]] = {}  # a query word's FTS5 terms (cleared past _MAX_STEMS)
+        #: Rows per term of a user's lexical index (``(term, with context)`` → rows), as counted; a
+        #: user's entry goes whenever rows of theirs come or go, and all of them on a rollback.
+        self._hits: dict[str, dict[tuple[str, bool], int]] = {}
         self._checkpoint_lock = threading.Lock()
         version = self.get_meta("schema_version")
         if version is not None and int(version) > SCHEMA_VERSION:
@@ -140,6 +143,7 @@ class RecordStore:
                         conn.execute("ROLLBACK")
                     raise
             except BaseException as exc:
+                self._hits.clear()  # counts read inside may be of rows that are gone with it
                 if isinstance(exc, sqlite3.Error):
                     raise self._failed(f"SQLite write failed in {self.path}: {exc}") from exc
                 raise
@@ -277,6 +281,7 @@ class RecordStore:
             self._exec(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
         for table in ("lexical_postings", "lexical_docs", "lexical_stats"):
             self._exec(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
+        self._forget_hits(user_id)
 
     # -- vector tiers (zep_core.stores.tiered) ----------------------------------------
 
@@ -406,6 +411,13 @@ class RecordStore:
         for user, ids in by_user.items():
             self._index_lexical(user, ids)
 
+    def _forget_hits(self, user: str | None = None) -> None:
+        """Drop the counted rows per term of a user (None: of everyone): their rows changed."""
+        if user is None:
+            self._hits.clear()
+        else:
+            self._hits.pop(user, None)
+
     def _index_lexical(self, user: str, ids: Sequence[str] | None) -> None:
         """Add the user's facts with these ids (None: all of them) to the lexical tables (inside a transaction).
 
@@ -414,6 +426,7 @@ class RecordStore:
         key, and the user's totals (rows, tokens) grow by theirs.
         """
         self._clear_scratch()  # a write cut short inside a savepoint may have left rows
+        self._forget_hits(user)
         if ids is None:
             self._exec(fts.SCRATCH_ALL, [user])
         else:
@@ -443,6 +456,7 @@ class RecordStore:
             docs = self._lexical_docs(user, rowids)
             if not docs:
                 continue
+            self._forget_hits(user)
             self._many("DELETE FROM lexical_postings WHERE user_id = ? AND term = ? AND live = ? AND doc = ?",
                        [(user, term, live, doc) for doc, (live, _, _, terms, _) in docs.items() for term in terms])
             self._many("DELETE FROM lexical_docs WHERE user_id = ? AND doc = ?", [(user, doc) for doc in docs])
@@ -755,8 +769,13 @@ class RecordStore:
                     return []  # the user has no facts yet
                 docs, tokens = stats
                 terms = [t for t in self._terms_of(words) if t is not None]
-                hits = {t: self.db.execute(fts.postings_df(context), [user_id, t]).fetchone()[0]
-                        for t in dict.fromkeys(terms)}
+                known = self._hits.setdefault(user_id, {})
+                if len(known) > _MAX_STEMS:
+                    known.clear()
+                for t in dict.fromkeys(terms):
+                    if (t, context) not in known:
+                        known[(t, context)] = self.db.execute(fts.postings_df(context), [user_id, t]).fetchone()[0]
+                hits = {t: known[(t, context)] for t in terms}
                 sql = fts.postings_sql(as_of=as_of is not None, context=context)
                 phrases = [(fts.idf(docs, hits[t]), self.db.execute(sql, [user_id, t, *at]).fetchall())
                            for t in terms if hits[t] and not (hits[t] >= fts.COMMON_MIN_ROWS and 2 * hits[t] > docs)]
@@ -810,6 +829,7 @@ class RecordStore:
             self._exec(f"DROP TABLE {table}")
         for table in ("lexical_postings", "lexical_docs", "lexical_stats"):
             self._exec(f"DELETE FROM {table}")
+        self._forget_hits()
         users = [r[0] for r in self._rows("SELECT DISTINCT user_id FROM facts")]
         for n, user in enumerate(users, 1):
             self._index_lexical(user, None)

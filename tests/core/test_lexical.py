@@ -330,6 +330,13 @@ def test_the_rankings_are_those_of_an_fts5_table_per_user(make_memory):
         assert ours == pytest.approx(theirs, rel=1e-12), text
         compared += bool(ours)
     assert compared > 40
+    before = records.lexical_search("u", "chess Lisbon", limit=30)
+    talk(memory, "u", ("Kim", "I play chess in Lisbon."), ("Kim", "Chess again, in Lisbon."), session="more",
+         at=T0 + timedelta(days=200))  # the counts per term remembered from the queries above must follow
+    memory.flush()
+    after = records.lexical_search("u", "chess Lisbon", limit=30)
+    assert after != before and after == pytest.approx(fts5_ranking(memory, "u", "chess Lisbon", 30), rel=1e-12)
+    assert list(after) == list(fts5_ranking(memory, "u", "chess Lisbon", 30))
 
 
 def test_a_word_in_most_of_a_long_users_facts_is_not_looked_up(memory):
