@@ -25,7 +25,8 @@ users are all small never starts it (nor its child process). At most ``max_open`
 promoted collections are resident at once. Chroma 1.5's own cache cannot bound that:
 it evicts by file handles (``RLIMIT_NOFILE // 5`` collections), and a collection it
 evicts before its first 50 vectors were persisted (``sync_threshold``) fails every later
-query with "Nothing found on disk" (tested: tests/stores/test_tiered.py). What does
+query with "Nothing found on disk" (seen with 60 collections under a file limit of 200; it
+depends on when Chroma persists, so no test pins it). What does
 release a collection's memory without losing anything is closing the client: its
 unpersisted vectors stay in Chroma's write log, replayed when the collection is next
 opened. So when one more collection would pass ``max_open``, the Chroma index is closed
