@@ -153,7 +153,8 @@ def digest(texts: Iterable[str]) -> str:
 
 
 def user_records(memory, user) -> dict:
-    """Everything stored for a user, as the record store and the indexes read it back."""
+    """Everything stored for a user, as the record store and the indexes read it back (once written)."""
+    memory.flush()  # the index writes go in the background: read the indexes once they are applied
     stores = memory._stores
     records = stores.records
     fact_ids = [i for ids in records.iter_fact_ids(user) for i in ids]
