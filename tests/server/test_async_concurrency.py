@@ -21,8 +21,9 @@ from zep_core.server import RemoteMemory, create_app
 from tests.server.conftest import KEYS, keyring, serving
 
 CALLS = 24
-#: How many of the 24 must overlap: far above six, with room for a slow thread start.
-AT_ONCE = 20
+#: How many of the 24 must overlap: twice the six a serialized path or a pool of the machine's
+#: width allows, with room for a loaded machine (a clean-clone run under load reached 16 of 24).
+AT_ONCE = 12
 QUESTIONS = [f"Where does Alice live, question {i}?" for i in range(CALLS)]  # distinct: no cached embedding
 
 
