@@ -54,6 +54,7 @@ from .temporal import (
     plan_corrections,
     plan_updates,
 )
+from .tenant import Tenant
 
 __all__ = ["EpisodeSpec", "Ingestor", "validate_messages"]
 
@@ -217,7 +218,7 @@ class Ingestor:
         if owner is not None:
             if owner != user_id:
                 raise ValidationError(f"episode id {episode_id!r} belongs to another user; use a new id")
-            return self._again(episode_id, now)
+            return self._again(owner, episode_id, now)
         ids = [m.id or f"{episode_id}:{i}" for i, m in enumerate(msgs)]
         msgs = [replace(m, id=mid) for m, mid in zip(msgs, ids)]
         episode = Episode(id=episode_id, session_id=session_id, user_id=user_id, created_at=now,
@@ -228,14 +229,14 @@ class Ingestor:
             self.records.insert_episode(episode, ids)
         return self.process(episode, now, fresh=True)
 
-    def _again(self, episode_id: str, now: datetime) -> IngestResult:
+    def _again(self, user: Tenant, episode_id: str, now: datetime) -> IngestResult:
         """An episode id sent again: ``duplicate`` once it is done; a pending one is extracted now.
 
         A pending episode is one whose extraction failed, or was cut short (the process
         died after storing it, before its reply): sending it again — what a client does
         when it got no reply — finishes it instead of leaving it for ``maintain()``.
         """
-        episode = self.records.get_episode(episode_id)
+        episode = self.records.get_episode(user, episode_id)
         if episode is None or episode.status != "pending":
             return IngestResult(episode_id=episode_id, status="duplicate")
         return self.process(episode, now)
@@ -252,7 +253,7 @@ class Ingestor:
                 return IngestResult(episode_id=episode.id, status="pending")
             self._in_flight.add(episode.id)
         try:
-            current = None if fresh else self.records.get_episode(episode.id)
+            current = None if fresh else self.records.get_episode(Tenant.stored(episode.user_id), episode.id)
             if current is not None and current.status != "pending":  # finished while this call waited
                 return IngestResult(episode_id=episode.id, status="duplicate")
             with self.sync.writing():
@@ -353,7 +354,8 @@ class Ingestor:
                 self.records.insert_episode(episode, [m.id or "" for m in p.messages])
                 stored.append((k, episode, now))
         for k in again:  # as conversation_end does: a done one is a duplicate, a pending one is extracted now,
-            results[k] = self._again(batch[k].id, self._now())  # before the new ones (it was stored before them)
+            # before the new ones (it was stored before them)
+            results[k] = self._again(Tenant.stored(batch[k].user_id), batch[k].id, self._now())
         if getattr(self.extractor, "needs_known_facts", False):
             for k, episode, now in stored:
                 results[k] = self.process(episode, now, fresh=True)
@@ -392,7 +394,7 @@ class Ingestor:
         except Exception as exc:  # any extractor failure leaves the episode pending
             error = f"{type(exc).__name__}: {exc}"
             log.warning("extraction failed for episode %s: %s", episode.id, error)
-            self.records.set_episode_status(episode.id, "pending", error=error)
+            self.records.set_episode_status(Tenant.stored(episode.user_id), episode.id, "pending", error=error)
             return IngestResult(episode_id=episode.id, status="pending", error=error)
         proposals = self._proposals(episode, extraction, now)
         proposals.invalid[:0] = set_aside
@@ -473,8 +475,8 @@ class Ingestor:
 
         """
         episode, extraction, proposed, now = extracted.episode, extracted.extraction, extracted.proposals, extracted.now
-        known_ids, user = extracted.known_ids, episode.user_id
-        if self.records.episode_owner(episode.id) is None:  # forget_user() ran meanwhile: write nothing
+        known_ids, user = extracted.known_ids, Tenant.stored(episode.user_id)
+        if not self.records.known_ids(user, "episodes", [episode.id]):  # forget_user() ran meanwhile: write nothing
             raise NotFoundError(f"user {user!r} was forgotten while episode {episode.id!r} was being "
                                 "processed; nothing was learned from it")
         proposals, types = proposed.facts, proposed.kinds
@@ -517,7 +519,7 @@ class Ingestor:
         self.records.write_facts(StoredFact(f, *entity_of[f.id], fact_vectors[f.content]) for f in plan.added)
         self.records.update_facts(plan.reinforced + plan.superseded)
         self.records.mark_entities_changed(user, touched, changed_at)
-        self.records.set_episode_status(episode.id, "done", summary=extraction.summary,
+        self.records.set_episode_status(user, episode.id, "done", summary=extraction.summary,
                                         usage=dict(extraction.usage) or None)
         ops += [OutboxOp.entity(user, e) for e in new_entities]
         ops += [OutboxOp.fact(user, f.id, change) for change, facts in

@@ -32,6 +32,7 @@ from .stores import Stores
 from .stores.base import RETIRED_VECTOR_KINDS, VECTOR_KINDS
 from .stores.records import iso
 from .sync import IndexSync
+from .tenant import Tenant
 
 __all__ = ["MaintenanceReport", "Maintenance"]
 
@@ -200,55 +201,55 @@ class Maintenance:
     def maintain(self) -> MaintenanceReport:
         """Replay index writes, retry pending extractions (giving up after a bound), refresh stale entities."""
         replayed = self.sync.drain()
-        pending = self.records.episode_ids(status="pending")
+        pending = self.records.episodes_with_status("pending")
         completed = retried = 0
-        for eid in pending:
-            if self._give_up(eid):
+        for eid, user in pending:
+            if self._give_up(user, eid):
                 continue
             retried += 1
-            if self._retry(eid) == "done":
+            if self._retry(user, eid) == "done":
                 completed += 1
             else:
-                self._give_up(eid)
+                self._give_up(user, eid)
         still = tuple(self.records.episode_ids(status="pending"))
         refreshed = self.refresh_entities(user_id=None, max_age=None, batch_size=50)
         return MaintenanceReport(retried=retried, completed=completed, still_pending=still,
                                  entities_refreshed=refreshed, index_writes_replayed=replayed,
                                  failed=tuple(self.records.episode_ids(status="failed")))
 
-    def _retry(self, episode_id: str) -> str:
+    def _retry(self, user: Tenant, episode_id: str) -> str:
         """Run one more extraction of a pending episode; return its status afterwards.
 
         Whatever the episode makes fail — the extractor, or the rules on what it
         returned — counts as an attempt with its error. A store failure is not the
         episode's fault: it is raised.
         """
-        episode = self.records.get_episode(episode_id)
+        episode = self.records.get_episode(user, episode_id)
         if episode is None:
             return "gone"
         try:
             return self.ingest.process(episode, self._now()).status
         except (StoreError, NotFoundError):
-            if self.records.get_episode(episode_id) is None:  # its user was forgotten meanwhile
+            if self.records.get_episode(user, episode_id) is None:  # its user was forgotten meanwhile
                 return "gone"
             raise
         except Exception as exc:
             error = " ".join(f"{type(exc).__name__}: {exc}".split())
             log.warning("retrying episode %s failed: %s", episode_id, error)
-            self.records.set_episode_status(episode_id, "pending", error=error)
+            self.records.set_episode_status(user, episode_id, "pending", error=error)
             return "pending"
 
-    def _give_up(self, episode_id: str) -> bool:
+    def _give_up(self, user: Tenant, episode_id: str) -> bool:
         """Mark a pending episode ``failed`` once it has had its attempts; return whether it was."""
-        attempts = self.records.episode_attempts(episode_id)
+        attempts = self.records.episode_attempts(user, episode_id)
         limit = self.config.max_extraction_attempts
         if attempts < limit:
             return False
-        episode = self.records.get_episode(episode_id)
+        episode = self.records.get_episode(user, episode_id)
         last = episode.error if episode is not None and episode.error else "no error recorded"
         reason = f"gave up after {attempts} extraction attempts (max_extraction_attempts={limit}): {last}"
         log.warning("episode %s failed: %s", episode_id, reason)
-        self.records.mark_episode_failed(episode_id, reason)
+        self.records.mark_episode_failed(user, episode_id, reason)
         return True
 
     def rebuild(self, *, reembed: bool = False, batch_size: int = 1000,
@@ -258,12 +259,14 @@ class Maintenance:
                                  progress=progress)
 
     def _reembed(self) -> None:
-        for table, ids_iter in (("facts", self.records.iter_fact_ids()), ("entities", self.records.iter_entity_ids())):
-            for ids in ids_iter:
-                texts = self.records.texts(table, ids)
-                vectors = self.embedder.embed([texts[i] for i in ids])
-                with self.records.transaction():
-                    self.records.set_embeddings(table, zip(ids, vectors))
+        for user in self.records.record_users():
+            for table, ids_iter in (("facts", self.records.iter_fact_ids(user)),
+                                    ("entities", self.records.iter_entity_ids(user))):
+                for ids in ids_iter:
+                    texts = self.records.texts(user, table, ids)
+                    vectors = self.embedder.embed([texts[i] for i in ids])
+                    with self.records.transaction():
+                        self.records.set_embeddings(user, table, zip(ids, vectors))
         self.records.set_meta("embedder", self._identity)
 
     def check_consistency(self, users: Iterable[str], user_id: str | None) -> dict[str, list[str]]:
@@ -295,7 +298,7 @@ class Maintenance:
             current, edges = set(), {}
             for ids in self.records.iter_fact_ids(user):
                 known_edges.update(ids)
-                for fid, s in self.records.stored_facts(ids).items():
+                for fid, s in self.records.stored_facts(user, ids).items():
                     if s.fact.is_current:
                         current.add(fid)
                     if s.object_id:
@@ -332,7 +335,7 @@ class Maintenance:
         }
         if user_id is not None:
             out["user"] = {"user_id": user_id, "known": user_id in users,
-                           "episodes": len(self.records.episode_ids(user_id=user_id)),
+                           "episodes": len(self.records.episode_ids(user_id)),
                            "facts": self.records.count_facts(user_id),
                            "entities": sum(len(ids) for ids in self.records.iter_entity_ids(user_id))}
         return out

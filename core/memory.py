@@ -42,6 +42,7 @@ from .stores import StoreOpener, open_stores
 from .stores.graph import SCHEMA as GRAPH_SCHEMA
 from .stores.sandbox import CypherSandbox, SandboxLimits
 from .sync import IndexSync, OutboxOp
+from .tenant import Tenant
 from .validation import check_episodes, check_flag, check_id, check_limit
 from .workers import Workers
 
@@ -220,7 +221,7 @@ class Memory:
 
         """
         self._check_open()
-        _check_ids(session_id=session_id, user_id=user_id)
+        session_id, user_id = _check_ids(session_id=session_id, user_id=user_id)
         if episode_id is not None:
             check_id(episode_id, "episode_id")
         return self._ingest.conversation_end(session_id, messages, user_id=user_id, episode_id=episode_id)
@@ -314,7 +315,7 @@ class Memory:
         """
         query = self._query(input, user_id, limit=limit, as_of=as_of, speaker=speaker, require_both=require_both,
                             threshold=threshold)
-        if not self._stores.records.has_user(user_id):
+        if not self._stores.records.has_user(query.user_id):
             return []
         return self._retrieval.get_context(query)
 
@@ -324,7 +325,7 @@ class Memory:
         """A prompt-ready string: the GetContext facts with dates, and entity summaries (``""`` for none)."""
         query = self._query(input, user_id, limit=limit, as_of=as_of, speaker=speaker)
         max_entities = check_limit(max_entities, "max_entities", minimum=0)
-        if not self._stores.records.has_user(user_id):
+        if not self._stores.records.has_user(query.user_id):
             return ""
         return self._retrieval.context_block(query, max_entities=max_entities)
 
@@ -350,7 +351,7 @@ class Memory:
         return await in_thread(self.conversation_end, session_id, messages, user_id=user_id, episode_id=episode_id)
 
     def _query(self, input: Any, user_id: str, **options: Any) -> ContextQuery:
-        check_id(user_id, "user_id")
+        user_id = Tenant.of(user_id)
         self._check_open()
         return ContextQuery.parse(self.config, input, user_id=user_id, now=self.now(), **options)
 
@@ -361,7 +362,7 @@ class Memory:
             NotFoundError: unknown user or entity.
 
         """
-        self._require_user(user_id)
+        user_id = self._require_user(user_id)
         return self._stores.records.entity_history(user_id, self._retrieval.entity_id(name, user_id))
 
     def related_entities(self, name: str, *, user_id: str = "default", limit: int = 10) -> list[Entity]:
@@ -371,12 +372,12 @@ class Memory:
             NotFoundError: unknown user or entity.
 
         """
-        self._require_user(user_id)
+        user_id = self._require_user(user_id)
         return self._retrieval.related_entities(name, user_id, limit=check_limit(limit))
 
     def get_entity(self, name: str, *, user_id: str = "default") -> Entity:
         """The entity called ``name`` (or one of its aliases)."""
-        self._require_user(user_id)
+        user_id = self._require_user(user_id)
         eid = self._retrieval.entity_id(name, user_id)
         return self._stores.records.get_entities(user_id, [eid])[eid]
 
@@ -395,42 +396,50 @@ class Memory:
             ValidationError: params that are not a mapping of names to plain values.
 
         """
-        self._require_user(user_id)
+        user_id = self._require_user(user_id)
         checked, bound = _cypher.check(query, params)
         return self._sandbox.query(user_id, self._sync.version(user_id), checked, bound)
 
     # -- what is stored ------------------------------------------------------------------
 
-    def _require_user(self, user_id: str) -> None:
-        check_id(user_id, "user_id")
+    def _require_user(self, user_id: str) -> Tenant:
+        """The tenant of ``user_id``, once it is checked and known (else a ``ValidationError`` or ``NotFoundError``)."""
+        tenant = Tenant.of(user_id)
         self._check_open()
-        if not self._stores.records.has_user(user_id):
+        if not self._stores.records.has_user(tenant):
             raise NotFoundError(f"unknown user {user_id!r}: nothing was ever stored for it; "
                                 "check the user_id or call conversation_end() first")
+        return tenant
 
     def has_user(self, user_id: str) -> bool:
         """Whether anything was ever stored for ``user_id``."""
-        return self._stores.records.has_user(check_id(user_id, "user_id"))
+        return self._stores.records.has_user(Tenant.of(user_id))
 
     def users(self) -> list[str]:
         """Every known user id."""
         return self._stores.records.users()
 
-    def get_episode(self, episode_id: str) -> Episode:
-        """A stored episode with its messages."""
-        episode = self._stores.records.get_episode(check_id(episode_id, "episode_id"))
+    def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
+        """A stored episode with its messages: ``user_id``'s (a ``NotFoundError`` for another user's).
+
+        Without ``user_id``, the episode of whichever user holds that id (episode ids are
+        unique across users): for a caller that sees every user, as :meth:`users` does.
+        """
+        check_id(episode_id, "episode_id")
+        tenant = Tenant.of(user_id) if user_id is not None else self._stores.records.episode_owner(episode_id)
+        episode = None if tenant is None else self._stores.records.get_episode(tenant, episode_id)
         if episode is None:
-            raise NotFoundError(f"no episode {episode_id!r}")
+            raise NotFoundError(f"no episode {episode_id!r}" + (f" of user {user_id!r}" if user_id is not None else ""))
         return episode
 
     def episode_ids(self, *, user_id: str | None = None, status: str | None = None) -> list[str]:
         """Ids of the stored episodes, oldest first; of one user, or one status (``pending``, ``done``, ``failed``)."""
         if user_id is not None:
-            check_id(user_id, "user_id")
+            user_id = Tenant.of(user_id)
         if status is not None and status not in EPISODE_STATUSES:
             raise ValidationError(f"status must be one of {', '.join(EPISODE_STATUSES)} (or None for all), "
                                   f"got {status!r}")
-        return self._stores.records.episode_ids(user_id=user_id, status=status)
+        return self._stores.records.episode_ids(user_id, status=status)
 
     def facts(self, user_id: str) -> list[Fact]:
         """Every fact of a user, superseded ones too, oldest first.
@@ -439,7 +448,7 @@ class Memory:
             NotFoundError: the user is unknown.
 
         """
-        self._require_user(user_id)
+        user_id = self._require_user(user_id)
         records = self._stores.records
         found = [f for ids in records.iter_fact_ids(user_id) for f in records.get_facts(user_id, ids).values()]
         return sorted(found, key=lambda f: (f.valid_from, f.id))
@@ -453,6 +462,7 @@ class Memory:
         """
         self._check_open()
         check_flag(embeddings, "embeddings")
+        user_id = Tenant.of(user_id)
         if not self.has_user(user_id):
             raise NotFoundError(f"unknown user {user_id!r}: nothing is stored for it in {self.data_dir}")
         return transfer.export_records(self._stores.records, self.embedder, user_id, embeddings=embeddings)
@@ -471,7 +481,7 @@ class Memory:
                                   f"{type(lines).__name__}" + (" (split a whole export with .splitlines())"
                                                                if isinstance(lines, (str, bytes)) else ""))
         if user_id is not None:
-            check_id(user_id, "user_id")
+            user_id = Tenant.of(user_id)
         return transfer.import_records(self._stores.records, self._sync, self.embedder, lines, replace=replace,
                                        user_id=user_id, data_dir=self.data_dir, config=self.config)
 
@@ -519,7 +529,7 @@ class Memory:
         """
         self._check_open()
         if user_id is not None:
-            check_id(user_id, "user_id")
+            user_id = Tenant.of(user_id)
         if max_age is not None and (not isinstance(max_age, timedelta) or max_age < timedelta(0)):
             raise ValidationError(f"max_age must be a timedelta >= 0 (or None for the config's "
                                   f"entity_refresh_interval), got {max_age!r}")
@@ -553,7 +563,7 @@ class Memory:
             NotFoundError: the user is unknown.
 
         """
-        self._require_user(user_id)
+        user_id = self._require_user(user_id)
         with self._sync.transaction(apply_now=True) as ops:
             self._stores.records.delete_user(user_id)
             ops.append(OutboxOp.forget_user(user_id))
@@ -584,7 +594,7 @@ class Memory:
         """
         self._check_open()
         if user_id is not None:
-            check_id(user_id, "user_id")
+            user_id = Tenant.of(user_id)
         return self._maintenance.check_consistency([user_id] if user_id else self.users(), user_id)
 
     def stats(self, user_id: str | None = None) -> dict[str, Any]:
@@ -594,7 +604,7 @@ class Memory:
         """
         self._check_open()
         if user_id is not None:
-            check_id(user_id, "user_id")
+            user_id = Tenant.of(user_id)
         return {**self._maintenance.stats(self.users(), user_id), "data_dir": str(self.data_dir),
                 "chroma_url": self.config.chroma_url}
 
@@ -670,8 +680,8 @@ def _check_same(owner: Memory, config: MemoryConfig, clock: Callable[[], datetim
 
 
 def _check_ids(**ids: str | None) -> tuple[str, ...]:
-    """Check each given id and return them in order."""
-    return tuple(check_id(value, name) for name, value in ids.items())
+    """Check each given id and return them in order; ``user_id`` as its :class:`~zep_core.tenant.Tenant`."""
+    return tuple(Tenant.of(value) if name == "user_id" else check_id(value, name) for name, value in ids.items())
 
 
 _EPISODE_KEYS = ("session_id", "messages", "user_id", "episode_id")

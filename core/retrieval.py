@@ -47,6 +47,7 @@ from .stores.base import GraphIndex, VectorIndex
 from .stores.records import RecordStore, iso
 from .stores.schema import fact_from_row
 from .temporal import normalize_name
+from .tenant import Tenant
 from .validation import check_limit, check_text
 
 __all__ = ["ContextQuery", "Retriever", "Scored", "newer_first", "render_context_block", "score_candidates"]
@@ -58,7 +59,7 @@ class ContextQuery:
 
     Attributes:
         text: the question or input.
-        user_id: the tenant searched.
+        user_id: the tenant searched (a :class:`~zep_core.tenant.Tenant`: the id, checked).
         scoring: the config's scoring settings with this call's overrides.
         as_of: answer what was true then; None for now.
         asker: who "I" is when the text speaks in the first person, else None.
@@ -84,6 +85,7 @@ class ContextQuery:
             ValidationError: what is wrong with which argument.
 
         """
+        user_id = Tenant.of(user_id)
         check_text(text, "input", allow_empty=True)  # the same check as conversation_end's messages
         if len(text) > config.max_message_chars:
             raise ValidationError(f"input has {len(text)} characters, over max_message_chars")

@@ -40,6 +40,7 @@ from .errors import StoreUnavailableError, ZepMemoryError
 from .stores import Stores
 from .stores.base import EntityNode, FactEdge
 from .stores.records import iso
+from .tenant import Tenant
 from .workers import Failures
 
 __all__ = ["FactChange", "IndexSync", "OpKind", "OutboxOp", "unusable_vector"]
@@ -84,6 +85,9 @@ class OutboxOp:
     user_id: str
     ref_id: str | None = None
     change: FactChange | None = None
+
+    def __post_init__(self) -> None:  # the user of a record written (or of a queued row): checked when written
+        object.__setattr__(self, "user_id", Tenant.stored(self.user_id))
 
     @classmethod
     def entity(cls, user_id: str, entity_id: str) -> OutboxOp:
@@ -379,12 +383,20 @@ class IndexSync:
         return True
 
     def _apply(self, rows: Sequence[_Row]) -> list[_LeftOut]:
-        left_entities = self.sync_entities([op.ref_id for _, op in rows if op.kind is OpKind.ENTITY and op.ref_id])
-        changes: dict[str, set[FactChange]] = {}
+        by_user: dict[Tenant, list[OutboxOp]] = {}
         for _, op in rows:
-            if op.kind is OpKind.FACT and op.ref_id:
-                changes.setdefault(op.ref_id, set()).add(op.change or FactChange.SYNC)
-        left_facts = self.sync_facts(changes) if changes else {}
+            by_user.setdefault(op.user_id, []).append(op)
+        left_entities: dict[str, str] = {}
+        left_facts: dict[str, str] = {}
+        for user, ops in by_user.items():  # each user's entities, then their facts (an edge needs its ends)
+            left_entities.update(self.sync_entities(user, [op.ref_id for op in ops
+                                                           if op.kind is OpKind.ENTITY and op.ref_id]))
+            changes: dict[str, set[FactChange]] = {}
+            for op in ops:
+                if op.kind is OpKind.FACT and op.ref_id:
+                    changes.setdefault(op.ref_id, set()).add(op.change or FactChange.SYNC)
+            if changes:
+                left_facts.update(self.sync_facts(user, changes))
         out: list[_LeftOut] = []
         for row in rows:
             why = (left_entities if row[1].kind is OpKind.ENTITY else left_facts).get(row[1].ref_id or "")
@@ -412,8 +424,8 @@ class IndexSync:
         dim = identity.rpartition("|")[2]
         return int(dim) if dim.isdigit() else None
 
-    def sync_entities(self, ids: Sequence[str]) -> dict[str, str]:
-        """Make the graph index hold these entities as SQLite has them.
+    def sync_entities(self, user: Tenant, ids: Sequence[str]) -> dict[str, str]:
+        """Make the graph index hold these entities of a user as SQLite has them.
 
         An entity is a node of the graph and nothing in the vector index: nothing read
         entity-name vectors there, so they are no longer written (SQLite keeps each
@@ -423,13 +435,13 @@ class IndexSync:
             Entities that could not be indexed, each with why (none: a node always can be).
 
         """
-        rows = self.records.entity_rows(list(dict.fromkeys(ids)))
+        rows = self.records.entity_rows(user, list(dict.fromkeys(ids))) if ids else []
         if rows:
             self.graph.upsert_entities(EntityNode(e.id, e.user_id, e.name, e.entity_type) for e, _ in rows)
         return {}
 
-    def sync_facts(self, changes: Mapping[str, set[FactChange]]) -> dict[str, str]:
-        """Make Chroma and Kùzu hold each fact as SQLite has it now.
+    def sync_facts(self, user: Tenant, changes: Mapping[str, set[FactChange]]) -> dict[str, str]:
+        """Make Chroma and Kùzu hold each fact of a user as SQLite has it now.
 
         Chroma holds the vectors of current facts only: a retired fact's vector leaves it
         (``as_of`` finds superseded facts in SQLite). The change only says which work can
@@ -444,10 +456,10 @@ class IndexSync:
         """
         if not changes:
             return {}
-        stored = self.records.stored_facts(list(changes))
+        stored = self.records.stored_facts(user, list(changes))
         dimension = self._dimension()
-        owners = self.records.record_owners(
-            "entities", [i for s in stored.values() for i in (s.subject_id, s.object_id) if i])
+        known = self.records.known_ids(user, "entities",
+                                       [i for s in stored.values() for i in (s.subject_id, s.object_id) if i])
         upserts: dict[tuple[str, str], list[tuple[str, np.ndarray]]] = {}
         deletes: dict[tuple[str, str], list[str]] = {}
         edges: list[FactEdge] = []
@@ -466,7 +478,7 @@ class IndexSync:
             if not f.is_current and kinds & {FactChange.RETIRE, FactChange.SYNC}:
                 deletes.setdefault((f.user_id, "current"), []).append(fid)
             gone = [f"{role} entity {eid!r}" for role, eid in (("subject", s.subject_id), ("object", s.object_id))
-                    if eid and owners.get(eid) != f.user_id]
+                    if eid and eid not in known]
             if gone:
                 left_out[fid] = "; ".join(filter(None, [left_out.get(fid), (
                     f"its {' and '.join(gone)} is not stored for user {f.user_id!r}, so its graph edge is left "
@@ -513,15 +525,16 @@ class IndexSync:
             self.graph.reset()
             totals = self.records.table_counts()
             left_out: list[_LeftOut] = []
+            users = self.records.record_users()
             for kind, table, op in (("entities", "entities", OutboxOp.entity),
                                     ("facts", "facts", lambda u, i: OutboxOp.fact(u, i, FactChange.ADD))):
                 ids_iter = self.records.iter_entity_ids if kind == "entities" else self.records.iter_fact_ids
-                for ids in ids_iter(batch=batch_size):
-                    owners = self.records.record_owners(table, ids)
-                    left_out += self._apply_isolated([(None, op(owners[i], i)) for i in ids if i in owners])
-                    counts[kind] += len(ids)
-                    if progress is not None:
-                        progress(kind, counts[kind], totals[table])
+                for user in users:
+                    for ids in ids_iter(user, batch=batch_size):
+                        left_out += self._apply_isolated([(None, op(user, i)) for i in ids])
+                        counts[kind] += len(ids)
+                        if progress is not None:
+                            progress(kind, counts[kind], totals[table])
             with self.records.transaction():
                 self.records.clear_quarantine()  # what is left out now is all that stays quarantined
                 self._quarantine(left_out)

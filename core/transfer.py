@@ -51,6 +51,7 @@ from .resolve import entity_id
 from .serialize import entity_to_dict, episode_to_dict, fact_to_dict, message_to_dict
 from .stores.records import RecordStore, StoredFact, iso
 from .sync import IndexSync, OutboxOp, unusable_vector
+from .tenant import Tenant
 from .validation import check_id, check_text
 
 if TYPE_CHECKING:
@@ -130,21 +131,21 @@ def export_records(records: RecordStore, embedder: Embedder, user_id: str, *,
     """
     yield {"type": EXPORT_FORMAT, "version": EXPORT_VERSION, "user_id": user_id,
            "embedder": {"name": embedder.name, "dimension": embedder.dimension} if embeddings else None}
-    for eid in records.episode_ids(user_id=user_id):
-        episode = records.get_episode(eid)
+    for eid in records.episode_ids(user_id):
+        episode = records.get_episode(user_id, eid)
         if episode is not None:
             yield {"type": "episode", **episode_to_dict(episode)}
     for ids in records.iter_entity_ids(user_id, batch=_BATCH):
         entities = records.get_entities(user_id, ids)
-        changed = records.entity_changed_at(ids)
-        vectors = {e.id: v for e, v in records.entity_rows(ids)} if embeddings else {}
+        changed = records.entity_changed_at(user_id, ids)
+        vectors = {e.id: v for e, v in records.entity_rows(user_id, ids)} if embeddings else {}
         for eid in ids:
             row = {"type": "entity", **entity_to_dict(entities[eid]), "changed_at": changed.get(eid)}
             if embeddings:
                 row["embedding"] = _vector_to_text(vectors[eid])
             yield row
     for ids in records.iter_fact_ids(user_id, batch=_BATCH):
-        stored = records.stored_facts(ids)
+        stored = records.stored_facts(user_id, ids)
         for fid in ids:
             s = stored[fid]
             row = {"type": "fact", **fact_to_dict(s.fact), "subject_id": s.subject_id, "object_id": s.object_id}
@@ -209,8 +210,9 @@ class _Parsed:
     chat: list[_ChatRow] = field(default_factory=list)
 
     @property
-    def user(self) -> str:
-        return self.header["user_id"]
+    def user(self) -> Tenant:
+        """The user the file is the memory of: the tenant every record of it is written under."""
+        return Tenant.of(self.header["user_id"])
 
 
 def import_records(records: RecordStore, sync: IndexSync, embedder: Embedder, lines: Iterable[str], *,
@@ -267,7 +269,7 @@ def import_records(records: RecordStore, sync: IndexSync, embedder: Embedder, li
         for _, episode in parsed.episodes:
             records.insert_episode(episode, [str(m.id) for m in episode.messages])
             if episode.error is not None:
-                records.set_episode_status(episode.id, episode.status, error=episode.error)
+                records.set_episode_status(user, episode.id, episode.status, error=episode.error)
         by_changed: dict[str | None, list[tuple[Entity, np.ndarray]]] = {}
         for row, vec in zip(parsed.entities, entity_vecs):
             by_changed.setdefault(row.changed_at, []).append((row.entity, vec))

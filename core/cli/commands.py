@@ -381,7 +381,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     with open_memory(args, on_missing_index="ignore") as memory:
         problems = memory.check_consistency(args.user)
         pending = len(memory.episode_ids(user_id=args.user, status="pending"))
-        failed = [memory.get_episode(i) for i in memory.episode_ids(user_id=args.user, status="failed")]
+        failed = [memory.get_episode(i, user_id=args.user) for i in memory.episode_ids(user_id=args.user,
+                                                                                       status="failed")]
         data_dir = memory.data_dir
     quarantined = problems.get("quarantined_index_writes", [])
     disagree = {kind: ids for kind, ids in problems.items() if kind != "quarantined_index_writes"}

@@ -270,8 +270,8 @@ def _conversation_end_many(memory: Memory, body: wire.ConversationEndManyRequest
 
 
 def _get_episode(memory: Memory, body: wire.EpisodeRequest, principal: Principal) -> Any:
-    episode = memory.get_episode(body.episode_id)
-    if not principal.may(episode.user_id) or (body.user_id is not None and episode.user_id != body.user_id):
+    episode = memory.get_episode(body.episode_id, user_id=body.user_id)  # with a user: read under that user only
+    if not principal.may(episode.user_id):
         raise NotFoundError(f"no episode {body.episode_id!r}")  # as if it did not exist: nothing of another user
     return episode_to_dict(episode)
 

@@ -440,9 +440,10 @@ class RemoteMemory:
         """:meth:`Memory.users` on the server: the known users this key may use (all of them for an admin key)."""
         return self._call("users", {})
 
-    def get_episode(self, episode_id: str) -> Episode:
+    def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
         """:meth:`Memory.get_episode` on the server (an episode of a user this key may not use is not found)."""
-        return episode_from_dict(self._call("get_episode", {"episode_id": episode_id}))
+        body = {"episode_id": episode_id} if user_id is None else {"episode_id": episode_id, "user_id": user_id}
+        return episode_from_dict(self._call("get_episode", body))
 
     def episode_ids(self, *, user_id: str | None = None, status: str | None = None) -> list[str]:
         """:meth:`Memory.episode_ids` on the server (every user's needs an admin key)."""

@@ -29,6 +29,7 @@ import sqlite_utils
 from ..errors import StoreError, is_io_failure, store_error
 from ..models import Entity, Episode, Fact, Message
 from ..temporal import STATEMENT, normalize_name
+from ..tenant import Tenant, key
 
 __all__ = ["RecordStore", "StoredFact", "iso", "SCHEMA_VERSION"]
 
@@ -63,10 +64,25 @@ _WAL_BACKSTOP_PAGES = 16_000
 _WAL_KEEP_BYTES = 4 << 20
 #: Fact columns, then the rowid: rows sorted by :func:`_storage_order` come in one order whatever the plan.
 _ORDERED_FACTS = f"{FACT_COLUMNS}, rowid"
+#: A user's facts by the rowids their lexical rows hold (``?`` = user id, then ``{ids}``): each
+#: fact is reached from the user's own ``lexical_docs`` row, and must be that user's.
+_BY_LEXICAL_ROW = ("SELECT {columns} FROM facts WHERE rowid IN (SELECT doc FROM lexical_docs WHERE user_id = ?1 "
+                   "AND doc IN ({{ids}})) AND +user_id = ?1")  # +: by rowid, not a walk of the user's facts
+
+
+#: Indexes of older folders that keys led by ``user_id`` replaced (:data:`~zep_core.stores.schema.SCHEMA`).
+_RETIRED_INDEXES = "DROP INDEX IF EXISTS messages_user; DROP INDEX IF EXISTS aliases_entity;"
 
 
 class RecordStore:
-    """The SQLite system of record. Every method is scoped by ``user_id``."""
+    """The SQLite system of record.
+
+    A method that reads or changes one user's rows takes that user as a
+    :class:`~zep_core.tenant.Tenant` (a user id checked at the API boundary; anything else is
+    a ``TypeError``) and seeks keys led by it. The methods over every user (the outbox, the
+    id namespace, checks and rebuilds) say so; records written carry their own checked
+    ``user_id``.
+    """
 
     def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
         try:
@@ -80,7 +96,7 @@ class RecordStore:
             keyless = _lacks_column(conn, "facts", "object_key")  # a folder from before schema version 3
             if keyless:
                 conn.execute("ALTER TABLE facts ADD COLUMN object_key TEXT")
-            conn.executescript(SCHEMA + fts.SCHEMA)
+            conn.executescript(SCHEMA + fts.SCHEMA + _RETIRED_INDEXES)
             conn.executescript(fts.SCRATCH)  # the connection's own scratch tables (temp: nothing in the file)
         except sqlite3.Error as exc:
             raise store_error(f"could not open the record store {path}: {exc}") from exc
@@ -258,25 +274,27 @@ class RecordStore:
 
     # -- users ------------------------------------------------------------------
 
-    def has_user(self, user_id: str) -> bool:
-        """Whether anything was ever stored for ``user_id``."""
+    def has_user(self, tenant: Tenant) -> bool:
+        """Whether anything was ever stored for the tenant."""
+        user_id = key(tenant)
         return bool(self._rows(
             "SELECT 1 FROM episodes WHERE user_id = ? UNION ALL "
             "SELECT 1 FROM session_messages WHERE user_id = ? LIMIT 1", [user_id, user_id]))
 
-    def has_records(self, user_id: str) -> bool:
-        """Whether any row of ``user_id`` is stored: episode, chat turn, fact, entity or alias (imports check it)."""
+    def has_records(self, tenant: Tenant) -> bool:
+        """Whether any row of the tenant is stored: episode, chat turn, fact, entity or alias (imports check it)."""
         return bool(self._rows(" UNION ALL ".join(
             f"SELECT 1 FROM {t} WHERE user_id = ?" for t in ("episodes", "session_messages", "facts", "entities",
-                                                             "aliases")) + " LIMIT 1", [user_id] * 5))
+                                                             "aliases")) + " LIMIT 1", [key(tenant)] * 5))
 
-    def users(self) -> list[str]:
-        """Every user id with stored episodes or chat messages."""
+    def users(self) -> list[Tenant]:
+        """Every user with stored episodes or chat messages (every user's: for maintenance)."""
         rows = self._rows("SELECT user_id FROM episodes UNION SELECT user_id FROM session_messages")
-        return sorted(r[0] for r in rows)
+        return sorted(Tenant.stored(r[0]) for r in rows)
 
-    def delete_user(self, user_id: str) -> None:
+    def delete_user(self, tenant: Tenant) -> None:
         """Delete every row of a user, and their lexical index (call inside :meth:`transaction`)."""
+        user_id = key(tenant)
         for table in ("messages", "episodes", "facts", "entities", "aliases", "session_messages"):
             self._exec(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
         for table in ("lexical_postings", "lexical_docs", "lexical_stats"):
@@ -285,38 +303,43 @@ class RecordStore:
 
     # -- vector tiers (zep_core.stores.tiered) ----------------------------------------
 
-    def current_vectors(self, user_id: str) -> list[tuple[str, bytes]]:
+    def current_vectors(self, tenant: Tenant) -> list[tuple[str, bytes]]:
         """``(id, float32 blob)`` of every current fact of one user, in id order (one read by ``facts_current``)."""
+        user_id = key(tenant)
         return self._rows("SELECT f.id, f.embedding FROM facts f INDEXED BY facts_current WHERE f.user_id = ? "
                           "AND f.valid_until IS NULL AND f.superseded_by IS NULL ORDER BY f.id", [user_id])
 
-    def current_fact_count(self, user_id: str) -> int:
+    def current_fact_count(self, tenant: Tenant) -> int:
         """How many current facts one user has (counted in ``facts_current``, no fact row read)."""
         return int(self._rows("SELECT count(*) FROM facts INDEXED BY facts_current WHERE user_id = ? "
-                              "AND valid_until IS NULL AND superseded_by IS NULL", [user_id])[0][0])
+                              "AND valid_until IS NULL AND superseded_by IS NULL", [key(tenant)])[0][0])
 
-    def vector_tiers(self) -> dict[str, str]:
-        """Users whose vectors have (or are getting) a Chroma collection: ``{user_id: 'building' | 'ready'}``."""
-        return dict(self._rows("SELECT user_id, state FROM vector_tiers"))
+    def vector_tiers(self) -> dict[Tenant, str]:
+        """Every user whose vectors have (or are getting) a Chroma collection: ``{user: 'building' | 'ready'}``."""
+        return {Tenant.stored(u): state for u, state in self._rows("SELECT user_id, state FROM vector_tiers")}
 
-    def set_vector_tier(self, user_id: str, state: str) -> None:
+    def set_vector_tier(self, tenant: Tenant, state: str) -> None:
         """Record that a user's collection is being built (``building``) or complete (``ready``)."""
         self._exec("INSERT INTO vector_tiers(user_id, state) VALUES (?, ?) "
-                   "ON CONFLICT(user_id) DO UPDATE SET state = excluded.state", [user_id, state])
+                   "ON CONFLICT(user_id) DO UPDATE SET state = excluded.state", [key(tenant), state])
 
-    def clear_vector_tier(self, user_id: str | None = None) -> None:
+    def clear_vector_tier(self, tenant: Tenant | None = None) -> None:
         """Forget one user's collection mark, or every user's (None)."""
-        if user_id is None:
+        if tenant is None:
             self._exec("DELETE FROM vector_tiers")
         else:
-            self._exec("DELETE FROM vector_tiers WHERE user_id = ?", [user_id])
+            self._exec("DELETE FROM vector_tiers WHERE user_id = ?", [key(tenant)])
 
     # -- episodes ---------------------------------------------------------------
 
-    def episode_owner(self, episode_id: str) -> str | None:
-        """The user an episode id belongs to, or None if unknown."""
+    def episode_owner(self, episode_id: str) -> Tenant | None:
+        """The user an episode id belongs to, or None if unknown.
+
+        The id namespace (episode ids are unique across users): a client's episode id is
+        checked here before it is used, and only the owner is read.
+        """
         rows = self._rows("SELECT user_id FROM episodes WHERE id = ?", [episode_id])
-        return rows[0][0] if rows else None
+        return Tenant.stored(rows[0][0]) if rows else None
 
     def insert_episode(self, episode: Episode, message_ids: Sequence[str]) -> None:
         """Store an episode and every message (call inside :meth:`transaction`)."""
@@ -331,59 +354,68 @@ class RecordStore:
             [(episode.id, i, episode.user_id, mid, m.role, m.name, m.content, iso(m.timestamp))
              for i, (m, mid) in enumerate(zip(episode.messages, message_ids))])
 
-    def set_episode_status(self, episode_id: str, status: str, *, error: str | None = None,
+    def set_episode_status(self, tenant: Tenant, episode_id: str, status: str, *, error: str | None = None,
                            summary: str | None = None, usage: dict | None = None) -> None:
         """Record the outcome of an extraction attempt."""
         self._exec(
-            "UPDATE episodes SET status = ?, error = ?, summary = COALESCE(?, summary), "
-            "usage = COALESCE(?, usage), attempts = attempts + 1 WHERE id = ?",
-            [status, error, summary, json.dumps(usage) if usage else None, episode_id])
+            "UPDATE episodes INDEXED BY episodes_key SET status = ?, error = ?, summary = COALESCE(?, summary), "
+            "usage = COALESCE(?, usage), attempts = attempts + 1 WHERE user_id = ? AND id = ?",
+            [status, error, summary, json.dumps(usage) if usage else None, key(tenant), episode_id])
 
-    def get_episode(self, episode_id: str) -> Episode | None:
-        """Load an episode with its messages (caller ids restored), or None."""
+    def get_episode(self, tenant: Tenant, episode_id: str) -> Episode | None:
+        """Load one of the tenant's episodes with its messages (caller ids restored), or None."""
+        user_id = key(tenant)
         rows = self._rows("SELECT id, user_id, session_id, summary, created_at, status, error "
-                          "FROM episodes WHERE id = ?", [episode_id])
+                          "FROM episodes INDEXED BY episodes_key WHERE user_id = ? AND id = ?", [user_id, episode_id])
         if not rows:
             return None
         r = rows[0]
-        msgs = self._rows("SELECT message_id, role, name, content, timestamp FROM messages "
-                          "WHERE episode_id = ? ORDER BY seq", [episode_id])
+        msgs = self._rows("SELECT message_id, role, name, content, timestamp FROM messages INDEXED BY messages_key "
+                          "WHERE user_id = ? AND episode_id = ? ORDER BY seq", [user_id, episode_id])
         messages = tuple(Message(content=m[3], role=m[1], name=m[2], id=m[0], timestamp=parse_time(m[4]))
                          for m in msgs)
-        return Episode(id=r[0], user_id=r[1], session_id=r[2], summary=r[3],
+        return Episode(id=r[0], user_id=Tenant.stored(r[1]), session_id=r[2], summary=r[3],
                        created_at=parse_time(r[4]), status=r[5], error=r[6], messages=messages)
 
-    def episode_ids(self, *, user_id: str | None = None, status: str | None = None,
+    def episode_ids(self, tenant: Tenant | None = None, *, status: str | None = None,
                     limit: int = 1_000_000) -> list[str]:
-        """Episode ids, oldest first, optionally filtered."""
+        """Episode ids, oldest first: of the tenant, or of every user (None); of one status if given."""
         clauses, params = [], []
-        if user_id is not None:
+        if tenant is not None:
             clauses.append("user_id = ?")
-            params.append(user_id)
+            params.append(key(tenant))
         if status is not None:
             clauses.append("status = ?")
             params.append(status)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        by = "INDEXED BY episodes_key " if tenant is not None else ""  # one user's: by their key
         return [r[0] for r in self._rows(
-            f"SELECT id FROM episodes {where} ORDER BY created_at, rowid LIMIT ?", [*params, limit])]
+            f"SELECT id FROM episodes {by}{where} ORDER BY created_at, rowid LIMIT ?", [*params, limit])]
 
-    def episode_attempts(self, episode_id: str) -> int:
-        """How many extraction attempts an episode has had (0 when unknown)."""
-        rows = self._rows("SELECT attempts FROM episodes WHERE id = ?", [episode_id])
+    def episodes_with_status(self, status: str, *, limit: int = 1_000_000) -> list[tuple[str, Tenant]]:
+        """``(episode_id, user)`` of every user's episodes of one status, oldest first (for maintenance)."""
+        return [(r[0], Tenant.stored(r[1])) for r in self._rows(
+            "SELECT id, user_id FROM episodes WHERE status = ? ORDER BY created_at, rowid LIMIT ?", [status, limit])]
+
+    def episode_attempts(self, tenant: Tenant, episode_id: str) -> int:
+        """How many extraction attempts one of the tenant's episodes has had (0 when unknown)."""
+        rows = self._rows("SELECT attempts FROM episodes INDEXED BY episodes_key WHERE user_id = ? AND id = ?",
+                          [key(tenant), episode_id])
         return int(rows[0][0]) if rows else 0
 
-    def mark_episode_failed(self, episode_id: str, reason: str) -> None:
+    def mark_episode_failed(self, tenant: Tenant, episode_id: str, reason: str) -> None:
         """Give up on a pending episode: status ``failed`` with the reason; its messages stay."""
-        self._exec("UPDATE episodes SET status = 'failed', error = ? WHERE id = ? AND status = 'pending'",
-                   [reason, episode_id])
+        self._exec("UPDATE episodes INDEXED BY episodes_key SET status = 'failed', error = ? "
+                   "WHERE user_id = ? AND id = ? AND status = 'pending'", [reason, key(tenant), episode_id])
 
-    def failed_episodes(self, user_id: str | None = None, *, limit: int = 1_000_000,
-                        ) -> list[tuple[str, str, str | None, int]]:
-        """``(episode_id, user_id, error, attempts)`` of the failed episodes, oldest first."""
-        where, params = ("AND user_id = ?", [user_id]) if user_id is not None else ("", [])
-        rows = self._rows(f"SELECT id, user_id, error, attempts FROM episodes WHERE status = 'failed' {where} "
+    def failed_episodes(self, tenant: Tenant | None = None, *, limit: int = 1_000_000,
+                        ) -> list[tuple[str, Tenant, str | None, int]]:
+        """``(episode_id, user, error, attempts)`` of the failed episodes, oldest first (of every user: None)."""
+        where, params = ("AND user_id = ?", [key(tenant)]) if tenant is not None else ("", [])
+        by = "INDEXED BY episodes_key " if tenant is not None else ""  # one user's: by their key
+        rows = self._rows(f"SELECT id, user_id, error, attempts FROM episodes {by}WHERE status = 'failed' {where} "
                           "ORDER BY created_at, rowid LIMIT ?", [*params, limit])
-        return [(r[0], r[1], r[2], int(r[3])) for r in rows]
+        return [(r[0], Tenant.stored(r[1]), r[2], int(r[3])) for r in rows]
 
     # -- facts ------------------------------------------------------------------
 
@@ -396,7 +428,11 @@ class RecordStore:
         facts = list(facts)
         if not facts:
             return
-        self._unindex([s.fact.id for s in facts])
+        by_user: dict[Tenant, list[str]] = {}
+        for s in facts:
+            by_user.setdefault(Tenant.stored(s.fact.user_id), []).append(s.fact.id)
+        for user, ids in by_user.items():
+            self._unindex(user, ids)
         self._many(
             f"INSERT OR REPLACE INTO facts({FACT_COLUMNS}, embedding, object_key) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -405,9 +441,6 @@ class RecordStore:
               iso(f.created_at), iso(f.expired_at), json.dumps(list(f.source_message_ids)),
               s.subject_id, s.object_id, blob(s.embedding), normalize_name(f.object))
              for s in facts for f in [s.fact]])
-        by_user: dict[str, list[str]] = {}
-        for s in facts:
-            by_user.setdefault(s.fact.user_id, []).append(s.fact.id)
         for user, ids in by_user.items():
             self._index_lexical(user, ids)
 
@@ -427,15 +460,13 @@ class RecordStore:
         """
         self._clear_scratch()  # a write cut short inside a savepoint may have left rows
         self._forget_hits(user)
-        if ids is None:
-            self._exec(fts.SCRATCH_ALL, [user])
-        else:
-            unique = list(dict.fromkeys(ids))
-            for i in range(0, len(unique), _CHUNK):  # a write: a full disk marks the folder, as any write does
-                chunk = unique[i:i + _CHUNK]
-                self._exec(fts.scratch_sql(",".join("?" * len(chunk))), [user, *chunk])
+        unique = [None] if ids is None else list(dict.fromkeys(ids))
+        chunks = [None] if ids is None else [unique[i:i + _CHUNK] for i in range(0, len(unique), _CHUNK)]
+        for chunk in chunks:  # a write: a full disk marks the folder, as any write does
+            self._exec(fts.scratch_sql(chunk and ",".join("?" * len(chunk))), [user, *(chunk or ())])
         self._exec(fts.COUNT_SQL)
-        self._exec(fts.DOCS_SQL, [user])
+        for chunk in chunks:
+            self._exec(fts.docs_sql(chunk and ",".join("?" * len(chunk))), [user, *(chunk or ())])
         self._exec(fts.POSTINGS_SQL, [user])
         self._exec("INSERT INTO lexical_stats(user_id, docs, tokens) SELECT ?1, count(*), coalesce(sum(ld.length), 0) "
                    "FROM lexical_docs ld WHERE ld.user_id = ?1 AND ld.doc IN (SELECT rowid FROM temp.lexical_scratch) "
@@ -447,15 +478,12 @@ class RecordStore:
         for statement in fts.CLEAR_SQL:
             self._exec(statement)
 
-    def _unindex(self, ids: Sequence[str]) -> None:
-        """Take stored facts out of their users' lexical index (before they are replaced)."""
-        by_user: dict[str, list[int]] = {}
-        for user, rowid in self._rows_in("SELECT user_id, rowid FROM facts WHERE id IN ({ids})", ids):
-            by_user.setdefault(user, []).append(rowid)
-        for user, rowids in by_user.items():
-            docs = self._lexical_docs(user, rowids)
-            if not docs:
-                continue
+    def _unindex(self, user: Tenant, ids: Sequence[str]) -> None:
+        """Take stored facts of a user out of their lexical index (before they are replaced)."""
+        rowids = [r[0] for r in self._rows_in("SELECT rowid FROM facts INDEXED BY facts_key WHERE user_id = ? "
+                                              "AND id IN ({ids})", ids, [user])]
+        docs = self._lexical_docs(user, rowids) if rowids else {}
+        if docs:
             self._forget_hits(user)
             self._many("DELETE FROM lexical_postings WHERE user_id = ? AND term = ? AND live = ? AND doc = ?",
                        [(user, term, live, doc) for doc, (live, _, _, terms, _) in docs.items() for term in terms])
@@ -479,17 +507,20 @@ class RecordStore:
         if not facts:
             return
         self._many(
-            "UPDATE facts SET confidence = ?, valid_from = ?, valid_until = ?, superseded_by = ?, "
-            "expired_at = ?, source_message_ids = ? WHERE id = ? AND user_id = ?",
+            "UPDATE facts INDEXED BY facts_key SET confidence = ?, valid_from = ?, valid_until = ?, "
+            "superseded_by = ?, expired_at = ?, source_message_ids = ? WHERE user_id = ? AND id = ?",
             [(f.confidence, iso(f.valid_from), iso(f.valid_until), f.superseded_by,
-              iso(f.expired_at), json.dumps(list(f.source_message_ids)), f.id, f.user_id)
+              iso(f.expired_at), json.dumps(list(f.source_message_ids)), f.user_id, f.id)
              for f in facts])
-        rowids = dict(self._rows_in("SELECT id, rowid FROM facts WHERE id IN ({ids})", [f.id for f in facts]))
         by_user: dict[str, dict[int, tuple[int, str | None, str | None]]] = {}
-        for f in facts:
-            if f.id in rowids:
-                by_user.setdefault(f.user_id, {})[rowids[f.id]] = (int(f.is_current), iso(f.valid_from),
-                                                                   iso(f.valid_until))
+        for user in dict.fromkeys(f.user_id for f in facts):
+            mine = [f for f in facts if f.user_id == user]
+            rowids = dict(self._rows_in("SELECT id, rowid FROM facts INDEXED BY facts_key WHERE user_id = ? "
+                                        "AND id IN ({ids})", [f.id for f in mine], [user]))
+            for f in mine:
+                if f.id in rowids:
+                    by_user.setdefault(user, {})[rowids[f.id]] = (int(f.is_current), iso(f.valid_from),
+                                                                  iso(f.valid_until))
         for user, wanted in by_user.items():  # only rows whose validity changed (a reinforced fact's did not)
             changed = {doc: (old, wanted[doc]) for doc, old in self._lexical_docs(user, list(wanted)).items()
                        if old[:3] != wanted[doc]}
@@ -501,54 +532,57 @@ class RecordStore:
                        [(new[0], user, term, old[0], doc) for doc, (old, new) in changed.items() if old[0] != new[0]
                         for term in old[3]])
 
-    def get_facts(self, user_id: str, ids: Sequence[str]) -> dict[str, Fact]:
+    def get_facts(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, Fact]:
         """Facts by id, for one user only."""
-        rows = self._rows_in(f"SELECT {FACT_COLUMNS} FROM facts WHERE +user_id = ? AND id IN ({{ids}})", ids, [user_id])
+        rows = self._rows_in(f"SELECT {FACT_COLUMNS} FROM facts INDEXED BY facts_key WHERE user_id = ? "
+                             "AND id IN ({ids})", ids, [key(tenant)])
         return {row[0]: fact_from_row(row) for row in rows}
 
-    def stored_facts(self, ids: Sequence[str]) -> dict[str, StoredFact]:
-        """Facts by id with entity ids and vectors (any user: the outbox uses it)."""
-        rows = self._rows_in(f"SELECT {FACT_COLUMNS}, embedding FROM facts WHERE id IN ({{ids}})", ids)
+    def stored_facts(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, StoredFact]:
+        """Facts of one user by id, with entity ids and vectors (what the outbox writes to the indexes)."""
+        rows = self._rows_in(f"SELECT {FACT_COLUMNS}, embedding FROM facts INDEXED BY facts_key WHERE user_id = ? "
+                             "AND id IN ({ids})", ids, [key(tenant)])
         return {row[0]: StoredFact(fact_from_row(row), row[14], row[15], np.frombuffer(row[16], dtype=np.float32))
                 for row in rows}
 
-    def iter_fact_ids(self, user_id: str | None = None, batch: int = 2000) -> Iterator[list[str]]:
-        """Every fact id, in batches (for rebuilds and checks)."""
-        last = ""
+    def iter_fact_ids(self, tenant: Tenant, batch: int = 2000) -> Iterator[list[str]]:
+        """Every fact id of one user, in batches (for rebuilds, checks and exports)."""
+        user_id, last = key(tenant), ""
         while True:
-            if user_id is None:
-                rows = self._rows("SELECT id FROM facts WHERE id > ? ORDER BY id LIMIT ?", [last, batch])
-            else:
-                rows = self._rows("SELECT id FROM facts WHERE user_id = ? AND id > ? ORDER BY id LIMIT ?",
-                                  [user_id, last, batch])
+            rows = self._rows("SELECT id FROM facts INDEXED BY facts_key WHERE user_id = ? AND id > ? "
+                              "ORDER BY id LIMIT ?", [user_id, last, batch])
             if not rows:
                 return
             yield [r[0] for r in rows]
             last = rows[-1][0]
 
-    def fact_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+    def fact_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of some facts of one user."""
-        rows = self._rows_in("SELECT id, embedding FROM facts WHERE +user_id = ? AND id IN ({ids})", ids, [user_id])
+        rows = self._rows_in("SELECT id, embedding FROM facts INDEXED BY facts_key WHERE user_id = ? "
+                             "AND id IN ({ids})", ids, [key(tenant)])
         return {fid: np.frombuffer(blob, dtype=np.float32) for fid, blob in rows}
 
-    def ranking_rows(self, user_id: str, ids: Sequence[str] = (), *, rowids: Sequence[int] = ()) -> list[tuple]:
+    def ranking_rows(self, tenant: Tenant, ids: Sequence[str] = (), *, rowids: Sequence[int] = ()) -> list[tuple]:
         """Some facts of one user, by id or by rowid, as plain values: what ranking needs, and the fact itself.
 
         Rows are the :data:`~zep_core.stores.schema.FACT_COLUMNS`, then the rowid, then the
         vector (a read-only float32 array over the stored blob); times are the stored ISO
         strings (their order is time order), so validity is compared without building a
         record, and :func:`~zep_core.stores.schema.fact_from_row` builds only the facts
-        that make the cut. Each fact is found by its key (``+user_id``: SQLite would
-        otherwise walk every fact of the user through an index on ``user_id``).
+        that make the cut. Each fact is found by its key: ``(user_id, id)``, or by rowid
+        through the user's own lexical rows (``rowids`` are what :meth:`lexical_ranking` gave).
         """
-        select = f"SELECT {FACT_COLUMNS}, rowid, embedding FROM facts WHERE +user_id = ? AND "
-        rows = self._rows_in(select + "id IN ({ids})", ids, [user_id]) if ids else []
+        user_id = key(tenant)
+        columns = f"{FACT_COLUMNS}, rowid, embedding"
+        rows = self._rows_in(f"SELECT {columns} FROM facts INDEXED BY facts_key WHERE user_id = ? AND id IN ({{ids}})",
+                             ids, [user_id]) if ids else []
         if rowids:
             seen = {r[16] for r in rows}
-            rows += self._rows_in(select + "rowid IN ({ids})", [r for r in rowids if r not in seen], [user_id])
+            rows += self._rows_in(_BY_LEXICAL_ROW.format(columns=columns), [r for r in rowids if r not in seen],
+                                  [user_id])
         return [(*r[:17], np.frombuffer(r[17], dtype=np.float32)) for r in rows]
 
-    def neighbours(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
+    def neighbours(self, tenant: Tenant, entity_ids: Sequence[str], *, as_of: str | None = None,
                    limit: int = 200) -> set[str]:
         """Entities one hop from ``entity_ids`` over the user's current (or as-of) facts.
 
@@ -559,6 +593,7 @@ class RecordStore:
         asker of a first-person question may have a thousand facts); as-of edges from
         ``(user_id, subject_id)`` and ``(user_id, object_id)``.
         """
+        user_id = key(tenant)
         if not entity_ids:
             return set()
         marks = ",".join("?" * len(entity_ids))
@@ -576,8 +611,9 @@ class RecordStore:
         rows = self._rows(sql, [user_id, *ids, *ids, *times, user_id, *ids, *ids, *times, limit])
         return {r[0] for r in rows}
 
-    def current_facts_about(self, user_id: str, entity_ids: Sequence[str], *, limit: int = 10_000) -> list[Fact]:
+    def current_facts_about(self, tenant: Tenant, entity_ids: Sequence[str], *, limit: int = 10_000) -> list[Fact]:
         """Current facts whose subject is one of ``entity_ids``."""
+        user_id = key(tenant)
         if not entity_ids:
             return []
         marks = ",".join("?" * len(entity_ids))
@@ -586,7 +622,7 @@ class RecordStore:
             "AND valid_until IS NULL AND superseded_by IS NULL LIMIT ?", [user_id, *entity_ids, limit])
         return [fact_from_row(r) for r in rows]
 
-    def rule_candidates(self, user_id: str, subject_ids: Sequence[str], *, rivals: Sequence[str],
+    def rule_candidates(self, tenant: Tenant, subject_ids: Sequence[str], *, rivals: Sequence[str],
                         restated: Sequence[tuple[str, str]], ids: Sequence[str] = ()) -> list[Fact]:
         """The current facts of these subjects a proposed fact can reinforce, end or supersede.
 
@@ -602,6 +638,7 @@ class RecordStore:
         flagged ids, nothing else. The quotes that retire with a retired fact come from
         :meth:`facts_from_messages`.
         """
+        user_id = key(tenant)
         if not subject_ids:
             return []
         wanted = sorted({p.casefold() for p in rivals} - {STATEMENT})  # compared as the rules compare them
@@ -624,29 +661,31 @@ class RecordStore:
             parts.append((f"{head} AND lower(predicate) = ?{exact} AND object_key IN ({','.join('?' * len(objects))})",
                           [user_id, *subject_ids, predicate, *sorted(objects)]))
         if ids:
-            parts.append((f"SELECT {_ORDERED_FACTS} FROM facts WHERE id IN ({','.join('?' * len(ids))}) "
-                          f"AND +user_id = ? AND +subject_id IN ({marks}) AND valid_until IS NULL "
-                          "AND superseded_by IS NULL", [*ids, user_id, *subject_ids]))
+            parts.append((f"SELECT {_ORDERED_FACTS} FROM facts INDEXED BY facts_key WHERE user_id = ? "
+                          f"AND id IN ({','.join('?' * len(ids))}) AND +subject_id IN ({marks}) "
+                          "AND valid_until IS NULL AND superseded_by IS NULL", [user_id, *ids, *subject_ids]))
         if not parts:
             return []
         rows = self._rows(" UNION ALL ".join(q for q, _ in parts), [p for _, ps in parts for p in ps])
         return [fact_from_row(r) for r in sorted({r[0]: r for r in rows}.values(), key=_storage_order)]
 
-    def told_at(self, user_id: str, facts: Iterable[Fact]) -> dict[str, datetime]:
+    def told_at(self, tenant: Tenant, facts: Iterable[Fact]) -> dict[str, datetime]:
         """When each fact's first source message was said: its timestamp, else its episode's time.
 
         The update rules compare it with a fact's ``valid_from``: a present-tense
         statement ("I live in Paris") is dated when it was told.
         """
+        user_id = key(tenant)
         wanted = {(f.episode_id, f.source_message_ids[0]): f.id for f in facts
                   if f.episode_id and f.source_message_ids}
         if not wanted:
             return {}
         episodes = sorted({e for e, _ in wanted})
-        rows = self._rows(
+        rows = self._rows(  # by episode under the user (its key), not all the user's messages
             "SELECT m.episode_id, m.message_id, coalesce(m.timestamp, e.created_at) FROM messages m "
-            f"JOIN episodes e ON e.id = m.episode_id WHERE m.episode_id IN ({','.join('?' * len(episodes))}) "
-            "AND +m.user_id = ?", [*episodes, user_id])  # by episode (its key), not all the user's messages
+            "INDEXED BY messages_key JOIN episodes e INDEXED BY episodes_key ON e.user_id = m.user_id "
+            f"AND e.id = m.episode_id WHERE m.user_id = ? AND m.episode_id IN ({','.join('?' * len(episodes))})",
+            [user_id, *episodes])
         out: dict[str, datetime] = {}
         for episode_id, message_id, when in rows:
             fid = wanted.get((episode_id, message_id))
@@ -654,7 +693,7 @@ class RecordStore:
                 out[fid] = parse_time(when)
         return out
 
-    def facts_from_messages(self, user_id: str, subject_ids: Sequence[str], message_ids: Collection[str], *,
+    def facts_from_messages(self, tenant: Tenant, subject_ids: Sequence[str], message_ids: Collection[str], *,
                             exclude: Collection[str] = ()) -> list[Fact]:
         """The current facts of these subjects drawn from any of ``message_ids`` (``exclude`` left out).
 
@@ -664,6 +703,7 @@ class RecordStore:
         ``facts_sources`` (their source message lists, no fact row) are scanned for the
         quoted message ids, checked exactly here; only the rows that answer are read.
         """
+        user_id = key(tenant)
         if not subject_ids or not message_ids:
             return []
         needles = [json.dumps(m) for m in sorted(message_ids)]
@@ -675,13 +715,14 @@ class RecordStore:
         return [fact_from_row(r) for r in sorted(rows, key=_storage_order)
                 if r[0] not in exclude and wanted & set(json.loads(r[13]))]
 
-    def facts_touching(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
+    def facts_touching(self, tenant: Tenant, entity_ids: Sequence[str], *, as_of: str | None = None,
                        among: Iterable[str] | None = None, limit: int = 20_000) -> list[str]:
         """Ids of current (or as-of) facts whose subject or object is in ``entity_ids``.
 
         ``among`` restricts the answer to those fact ids (the graph then only ranks facts
         found otherwise). ``limit`` bounds the scan; the order is not by age.
         """
+        user_id = key(tenant)
         if not entity_ids:
             return []
         marks = ",".join("?" * len(entity_ids))
@@ -696,7 +737,7 @@ class RecordStore:
             if not ids:
                 return []
             rows = self._rows_in(
-                f"SELECT id FROM facts WHERE +user_id = ? AND {when} AND (subject_id IN ({marks}) "
+                f"SELECT id FROM facts INDEXED BY facts_key WHERE user_id = ? AND {when} AND (subject_id IN ({marks}) "
                 f"OR object_id IN ({marks})) AND id IN ({{ids}})", ids, [user_id, *params, *entity_ids, *entity_ids])
             return [r[0] for r in rows]
         sql = (f"SELECT id FROM facts WHERE user_id = ? AND subject_id IN ({marks}) AND {when} "
@@ -704,7 +745,7 @@ class RecordStore:
         rows = self._rows(sql, [user_id, *entity_ids, *params, user_id, *entity_ids, *params, limit])
         return [r[0] for r in rows]
 
-    def graph_rows(self, user_id: str) -> tuple[list[tuple], list[tuple]]:
+    def graph_rows(self, tenant: Tenant) -> tuple[list[tuple], list[tuple]]:
         """One user's graph as SQLite holds it: entity rows and relationship rows, nothing of anyone else.
 
         Entities are ``(id, user_id, name, entity_type)``; relationships are
@@ -712,15 +753,17 @@ class RecordStore:
         for the facts with an object entity, both ends the user's own — what
         :class:`~zep_core.sync.IndexSync` writes to the graph index.
         """
+        user_id = key(tenant)
         entities = self._rows("SELECT id, user_id, name, entity_type FROM entities WHERE user_id = ?", [user_id])
         facts = self._rows(
             "SELECT f.subject_id, f.object_id, f.id, f.user_id, f.predicate, f.valid_from, f.valid_until, "
             "f.valid_until IS NULL AND f.superseded_by IS NULL FROM facts f "
-            "JOIN entities s ON s.id = f.subject_id AND s.user_id = f.user_id "
-            "JOIN entities o ON o.id = f.object_id AND o.user_id = f.user_id WHERE f.user_id = ?", [user_id])
+            "JOIN entities s INDEXED BY entities_key ON s.user_id = f.user_id AND s.id = f.subject_id "
+            "JOIN entities o INDEXED BY entities_key ON o.user_id = f.user_id AND o.id = f.object_id "
+            "WHERE f.user_id = ?", [user_id])
         return entities, facts
 
-    def history_search(self, user_id: str, vector: np.ndarray, k: int, as_of: str) -> list[tuple[str, float]]:
+    def history_search(self, tenant: Tenant, vector: np.ndarray, k: int, as_of: str) -> list[tuple[str, float]]:
         """The ``k`` superseded facts of a user valid at ``as_of`` nearest to ``vector``: ``(id, cosine)``, best first.
 
         What an ``as_of`` query needs beside the current facts' index: the facts that were
@@ -729,6 +772,7 @@ class RecordStore:
         are read, so the search grows with what was true then, not with the history.
         Vectors that cannot be compared (another dimension, not finite) are skipped.
         """
+        user_id = key(tenant)
         rows = self._rows("SELECT id, embedding FROM facts WHERE user_id = ? AND "
                           "(valid_until IS NOT NULL OR superseded_by IS NOT NULL) AND valid_from <= ? AND "
                           "(valid_until IS NULL OR valid_until > ?)", [user_id, as_of, as_of])
@@ -742,7 +786,7 @@ class RecordStore:
         order = [i for i in np.argsort(-np.where(finite, scores, -np.inf), kind="stable")[:k] if finite[i]]
         return [(rows[i][0], float(scores[i])) for i in order]
 
-    def lexical_ranking(self, user_id: str, text: str, *, limit: int, as_of: str | None = None,
+    def lexical_ranking(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
                         context_weight: float = 1.0) -> list[tuple[int, float]]:
         """The user's best ``limit`` current (or as-of) facts by the words of ``text``: ``(rowid, BM25)``, best first.
 
@@ -750,12 +794,13 @@ class RecordStore:
         syntax), made into terms by FTS5's tokenizer, and looked up under the user's key
         only; the BM25 statistics (rows, tokens per row, rows with the term) are the user's
         own, so another tenant's facts change no score. The scores are FTS5's ``bm25()``
-        over a table of the user's facts (:func:`~zep_core.stores.fts.bm25`). The message
-        before a fact counts ``context_weight`` times the fact's own words (0: not looked
-        up). Equal scores go to the older row. A term in more than half of the user's rows
+        over a table of the user's facts, computed in SQLite (:func:`~zep_core.stores.fts.ranking_sql`).
+        The message before a fact counts ``context_weight`` times the fact's own words (0: not
+        looked up). Equal scores go to the older row. A term in more than half of the user's rows
         (and at least :data:`~zep_core.stores.fts.COMMON_MIN_ROWS`) is not looked up: it has
         no BM25 weight.
         """
+        user_id = key(tenant)
         context = context_weight > 0
         words = fts.query_terms(text)
         if not words or limit <= 0:
@@ -776,13 +821,16 @@ class RecordStore:
                     if (t, context) not in known:
                         known[(t, context)] = self.db.execute(fts.postings_df(context), [user_id, t]).fetchone()[0]
                 hits = {t: known[(t, context)] for t in terms}
-                sql = fts.postings_sql(as_of=as_of is not None, context=context)
-                phrases = [(fts.idf(docs, hits[t]), self.db.execute(sql, [user_id, t, *at]).fetchall())
-                           for t in terms if hits[t] and not (hits[t] >= fts.COMMON_MIN_ROWS and 2 * hits[t] > docs)]
+                weighed = [(t, fts.idf(docs, hits[t])) for t in terms
+                           if hits[t] and not (hits[t] >= fts.COMMON_MIN_ROWS and 2 * hits[t] > docs)]
+                if not weighed:
+                    return []
+                sql = fts.ranking_sql(len(weighed), as_of=as_of is not None, context=context)
+                rows = self.db.execute(sql, [user_id, tokens / docs, float(context_weight), limit, *at,
+                                             *(v for pair in weighed for v in pair)]).fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite read failed in {self.path}: {exc}") from exc
-        scores = fts.bm25(phrases, docs, tokens, float(context_weight))
-        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return [(doc, score) for doc, score in rows]
 
     def _terms_of(self, words: Sequence[str]) -> list[str | None]:
         """Each word's FTS5 term (its Porter stem), None where the tokenizer makes none or a phrase of several.
@@ -806,12 +854,12 @@ class RecordStore:
                 self._stems[word] = tuple(found.get(n, ()))
         return [self._stems[w][0] if len(self._stems[w]) == 1 else None for w in words]
 
-    def lexical_search(self, user_id: str, text: str, *, limit: int, as_of: str | None = None,
+    def lexical_search(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
                        context_weight: float = 1.0) -> dict[str, float]:
         """:meth:`lexical_ranking` by fact id: BM25 scores (higher is better), best first."""
+        user_id = key(tenant)
         ranked = self.lexical_ranking(user_id, text, limit=limit, as_of=as_of, context_weight=context_weight)
-        ids = dict(self._rows_in("SELECT rowid, id FROM facts WHERE +user_id = ? AND rowid IN ({ids})",
-                                 [r for r, _ in ranked], [user_id]))
+        ids = dict(self._rows_in(_BY_LEXICAL_ROW.format(columns="rowid, id"), [r for r, _ in ranked], [user_id]))
         return {ids[rowid]: score for rowid, score in ranked if rowid in ids}
 
     def _legacy_lexical_tables(self) -> set[str]:
@@ -837,13 +885,14 @@ class RecordStore:
                 progress(n, len(users))
         return self._rows("SELECT count(*) FROM lexical_docs")[0][0]
 
-    def lexical_problems(self, user_id: str | None = None) -> dict[str, list[str]]:
+    def lexical_problems(self, tenant: Tenant | None = None) -> dict[str, list[str]]:
         """What is wrong with the lexical index.
 
         Facts missing from it, rows whose validity differs from their fact's, rows with no
         fact, postings that disagree with their row, totals that differ from the rows', and
         rows of no user.
         """
+        user_id = None if tenant is None else key(tenant)
         users = [user_id] if user_id is not None else [r[0] for r in self._rows("SELECT DISTINCT user_id FROM facts")]
         live = "(f.valid_until IS NULL AND f.superseded_by IS NULL)"
         found: dict[str, list[str]] = {"lexical_missing": [], "lexical_validity_differs": [], "lexical_orphans": [],
@@ -878,15 +927,17 @@ class RecordStore:
                 | {f"table {t}" for t in self._legacy_lexical_tables()})
         return {k: v for k, v in found.items() if v}
 
-    def entity_history(self, user_id: str, entity_id: str) -> list[Fact]:
+    def entity_history(self, tenant: Tenant, entity_id: str) -> list[Fact]:
         """Every fact with the entity as subject or object, by valid_from ascending."""
+        user_id = key(tenant)
         rows = self._rows(
             f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND (subject_id = ? OR object_id = ?) "
             "ORDER BY valid_from, created_at, id", [user_id, entity_id, entity_id])
         return [fact_from_row(r) for r in rows]
 
-    def count_facts(self, user_id: str | None = None) -> dict[str, int]:
+    def count_facts(self, tenant: Tenant | None = None) -> dict[str, int]:
         """Counts of current and superseded facts."""
+        user_id = None if tenant is None else key(tenant)
         where, params = ("WHERE user_id = ?", [user_id]) if user_id else ("", [])
         rows = self._rows(f"SELECT valid_until IS NULL AND superseded_by IS NULL, count(*) FROM facts {where} "
                           "GROUP BY 1", params)
@@ -895,8 +946,9 @@ class RecordStore:
 
     # -- entities ---------------------------------------------------------------
 
-    def entity_ids_for_aliases(self, user_id: str, aliases: Sequence[str]) -> dict[str, str]:
+    def entity_ids_for_aliases(self, tenant: Tenant, aliases: Sequence[str]) -> dict[str, str]:
         """Map normalized aliases to entity ids, for the ones that exist."""
+        user_id = key(tenant)
         return dict(self._rows_in("SELECT alias, entity_id FROM aliases WHERE user_id = ? AND alias IN ({ids})",
                                   aliases, [user_id]))
 
@@ -911,70 +963,76 @@ class RecordStore:
         """Add ``(user_id, alias, entity_id)``; an alias already taken keeps its entity."""
         self._many("INSERT OR IGNORE INTO aliases(user_id, alias, entity_id) VALUES (?, ?, ?)", rows)
 
-    def mark_entities_changed(self, user_id: str, entity_ids: Iterable[str], when: str) -> None:
+    def mark_entities_changed(self, tenant: Tenant, entity_ids: Iterable[str], when: str) -> None:
         """Flag entities for the next summary refresh."""
-        self._many("UPDATE entities SET changed_at = ? WHERE user_id = ? AND id = ?",
+        user_id = key(tenant)
+        self._many("UPDATE entities INDEXED BY entities_key SET changed_at = ? WHERE user_id = ? AND id = ?",
                    [(when, user_id, eid) for eid in set(entity_ids)])
 
-    def get_entities(self, user_id: str, ids: Sequence[str]) -> dict[str, Entity]:
+    def get_entities(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, Entity]:
         """Entities by id, with their aliases, for one user only."""
+        user_id = key(tenant)
         aliases: dict[str, list[str]] = {}
-        for alias, eid in self._rows_in("SELECT alias, entity_id FROM aliases WHERE +user_id = ? "
-                                        "AND entity_id IN ({ids})", ids, [user_id]):
+        for alias, eid in self._rows_in("SELECT alias, entity_id FROM aliases INDEXED BY aliases_key "
+                                        "WHERE user_id = ? AND entity_id IN ({ids})", ids, [user_id]):
             aliases.setdefault(eid, []).append(alias)
         rows = self._rows_in("SELECT id, user_id, name, entity_type, summary, fact_count, last_updated FROM entities "
-                             "WHERE +user_id = ? AND id IN ({ids})", ids, [user_id])
+                             "INDEXED BY entities_key WHERE user_id = ? AND id IN ({ids})", ids, [user_id])
         return {row[0]: entity_from_row(row, sorted(aliases.get(row[0], ()))) for row in rows}
 
-    def entity_rows(self, ids: Sequence[str]) -> list[tuple[Entity, np.ndarray]]:
-        """Entities with vectors (any user: the outbox and rebuild use it)."""
+    def entity_rows(self, tenant: Tenant, ids: Sequence[str]) -> list[tuple[Entity, np.ndarray]]:
+        """Entities of one user with their vectors (what the outbox writes to the indexes, and exports)."""
         rows = self._rows_in("SELECT id, user_id, name, entity_type, summary, fact_count, last_updated, "
-                             "embedding FROM entities WHERE id IN ({ids})", ids)
+                             "embedding FROM entities INDEXED BY entities_key WHERE user_id = ? AND id IN ({ids})",
+                             ids, [key(tenant)])
         return [(entity_from_row(row), np.frombuffer(row[7], dtype=np.float32)) for row in rows]
 
-    def iter_entity_ids(self, user_id: str | None = None, batch: int = 2000) -> Iterator[list[str]]:
-        """Every entity id, in batches."""
-        last = ""
+    def iter_entity_ids(self, tenant: Tenant, batch: int = 2000) -> Iterator[list[str]]:
+        """Every entity id of one user, in batches."""
+        user_id, last = key(tenant), ""
         while True:
-            sql, params = ("SELECT id FROM entities WHERE id > ? ORDER BY id LIMIT ?", [last, batch])
-            if user_id is not None:
-                sql = "SELECT id FROM entities WHERE user_id = ? AND id > ? ORDER BY id LIMIT ?"
-                params = [user_id, last, batch]
-            rows = self._rows(sql, params)
+            rows = self._rows("SELECT id FROM entities INDEXED BY entities_key WHERE user_id = ? AND id > ? "
+                              "ORDER BY id LIMIT ?", [user_id, last, batch])
             if not rows:
                 return
             yield [r[0] for r in rows]
             last = rows[-1][0]
 
-    def entity_changed_at(self, ids: Sequence[str]) -> dict[str, str | None]:
-        """When each entity last changed (its refresh mark), as stored (for export)."""
-        return dict(self._rows_in("SELECT id, changed_at FROM entities WHERE id IN ({ids})", ids))
+    def entity_changed_at(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, str | None]:
+        """When each of a user's entities last changed (its refresh mark), as stored (for export)."""
+        return dict(self._rows_in("SELECT id, changed_at FROM entities INDEXED BY entities_key WHERE user_id = ? "
+                                  "AND id IN ({ids})", ids, [key(tenant)]))
 
-    def stale_entities(self, user_id: str | None, older_than: str, limit: int = 1000) -> list[tuple[str, str]]:
+    def stale_entities(self, tenant: Tenant | None, older_than: str, limit: int = 1000) -> list[tuple[str, str]]:
         """``(user_id, entity_id)`` of entities changed since their last refresh and due."""
-        sql = ("SELECT user_id, id FROM entities WHERE changed_at IS NOT NULL "
+        user_id = None if tenant is None else key(tenant)
+        by = "" if user_id is None else "INDEXED BY entities_user "  # one user's: by their key, not every change
+        sql = (f"SELECT user_id, id FROM entities {by}WHERE changed_at IS NOT NULL "
                "AND (last_updated IS NULL OR (changed_at > last_updated AND last_updated <= ?))")
         params: list[Any] = [older_than]
         if user_id is not None:
             sql += " AND user_id = ?"
             params.append(user_id)
-        return [(r[0], r[1]) for r in self._rows(sql + " ORDER BY changed_at LIMIT ?", [*params, limit])]
+        return [(Tenant.stored(r[0]), r[1]) for r in self._rows(sql + " ORDER BY changed_at LIMIT ?", [*params, limit])]
 
     def set_entity_summaries(self, rows: Iterable[tuple[str, str, str, int, str | None]]) -> None:
         """Write ``(user_id, entity_id, summary, fact_count, last_updated)``; only the user's own entities."""
-        self._many("UPDATE entities SET summary = ?, fact_count = ?, last_updated = ? WHERE id = ? AND user_id = ?",
-                   [(s, n, t, eid, user) for user, eid, s, n, t in rows])
+        self._many("UPDATE entities INDEXED BY entities_key SET summary = ?, fact_count = ?, last_updated = ? "
+                   "WHERE user_id = ? AND id = ?", [(s, n, t, user, eid) for user, eid, s, n, t in rows])
 
-    def set_embeddings(self, table: str, rows: Iterable[tuple[str, np.ndarray]]) -> None:
-        """Replace stored vectors (re-embedding after an embedder change)."""
+    def set_embeddings(self, tenant: Tenant, table: str, rows: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Replace stored vectors of one user's facts or entities (re-embedding after an embedder change)."""
         if table not in ("facts", "entities"):
             raise ValueError(table)
-        self._many(f"UPDATE {table} SET embedding = ? WHERE id = ?", [(blob(v), i) for i, v in rows])
+        user_id = key(tenant)
+        self._many(f"UPDATE {table} INDEXED BY {table}_key SET embedding = ? WHERE user_id = ? AND id = ?",
+                   [(blob(v), user_id, i) for i, v in rows])
 
-    def texts(self, table: str, ids: Sequence[str]) -> dict[str, str]:
-        """The texts vectors are made from: fact content or entity name."""
+    def texts(self, tenant: Tenant, table: str, ids: Sequence[str]) -> dict[str, str]:
+        """The texts one user's vectors are made from: fact content or entity name."""
         column = {"facts": "content", "entities": "name"}[table]
-        return dict(self._rows_in(f"SELECT id, {column} FROM {table} WHERE id IN ({{ids}})", ids))
+        return dict(self._rows_in(f"SELECT id, {column} FROM {table} INDEXED BY {table}_key WHERE user_id = ? "
+                                  "AND id IN ({ids})", ids, [key(tenant)]))
 
     # -- outbox -----------------------------------------------------------------
 
@@ -1006,8 +1064,9 @@ class RecordStore:
         """Mark these index writes done (a drain of some users' writes only)."""
         self._exec("DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?))", [json.dumps(list(seqs))])
 
-    def outbox_size(self, user_id: str | None = None) -> int:
+    def outbox_size(self, tenant: Tenant | None = None) -> int:
         """How many index writes are pending (of ``user_id`` only, when given)."""
+        user_id = None if tenant is None else key(tenant)
         if user_id is None:
             return self._rows("SELECT count(*) FROM outbox")[0][0]
         return self._rows("SELECT count(*) FROM outbox WHERE user_id = ?", [user_id])[0][0]
@@ -1027,31 +1086,51 @@ class RecordStore:
         """Take ``(op, ref_id)`` out of the quarantine (they were applied since)."""
         self._many("DELETE FROM outbox_quarantine WHERE op = ? AND ref_id = ?", keys)
 
-    def clear_quarantine(self, user_id: str | None = None) -> None:
+    def clear_quarantine(self, tenant: Tenant | None = None) -> None:
         """Empty the quarantine, or one user's part of it."""
+        user_id = None if tenant is None else key(tenant)
         if user_id is None:
             self._exec("DELETE FROM outbox_quarantine")
         else:
             self._exec("DELETE FROM outbox_quarantine WHERE user_id = ?", [user_id])
 
-    def quarantine_size(self, user_id: str | None = None) -> int:
+    def quarantine_size(self, tenant: Tenant | None = None) -> int:
         """How many index writes are quarantined (of one user, if given)."""
+        user_id = None if tenant is None else key(tenant)
         if user_id is None:
             return self._rows("SELECT count(*) FROM outbox_quarantine")[0][0]
         return self._rows("SELECT count(*) FROM outbox_quarantine WHERE user_id = ?", [user_id])[0][0]
 
-    def quarantined(self, user_id: str | None = None, *, limit: int = 1_000_000) -> list[dict[str, Any]]:
+    def quarantined(self, tenant: Tenant | None = None, *, limit: int = 1_000_000) -> list[dict[str, Any]]:
         """The quarantined index writes, oldest first, as dicts of ``op, user_id, ref_id, error, quarantined_at``."""
+        user_id = None if tenant is None else key(tenant)
         where, params = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
         rows = self._rows(f"SELECT op, user_id, ref_id, error, quarantined_at FROM outbox_quarantine {where} "
                           "ORDER BY quarantined_at, rowid LIMIT ?", [*params, limit])
         return [dict(zip(("op", "user_id", "ref_id", "error", "quarantined_at"), r)) for r in rows]
 
-    def record_owners(self, table: str, ids: Sequence[str]) -> dict[str, str]:
-        """The user each stored fact, entity or episode id belongs to (ids not stored are absent)."""
+    def known_ids(self, tenant: Tenant, table: str, ids: Sequence[str]) -> set[str]:
+        """Which of these fact, entity or episode ids the tenant holds."""
         if table not in ("facts", "entities", "episodes"):
             raise ValueError(table)
-        return dict(self._rows_in(f"SELECT id, user_id FROM {table} WHERE id IN ({{ids}})", ids))
+        return {r[0] for r in self._rows_in(f"SELECT id FROM {table} INDEXED BY {table}_key WHERE user_id = ? "
+                                            "AND id IN ({ids})", ids, [key(tenant)])}
+
+    def record_users(self) -> list[Tenant]:
+        """Every user with a stored fact or entity (every user's: rebuilds walk them one by one)."""
+        rows = self._rows("SELECT DISTINCT user_id FROM facts UNION SELECT DISTINCT user_id FROM entities")
+        return sorted(Tenant.stored(r[0]) for r in rows)
+
+    def record_owners(self, table: str, ids: Sequence[str]) -> dict[str, Tenant]:
+        """The user each stored fact, entity or episode id belongs to (ids not stored are absent).
+
+        The id namespace (ids are unique across users): an id from outside (an import file,
+        a request, a queued index write) is checked here; only the owner is read.
+        """
+        if table not in ("facts", "entities", "episodes"):
+            raise ValueError(table)
+        return {i: Tenant.stored(u) for i, u in self._rows_in(f"SELECT id, user_id FROM {table} WHERE id IN ({{ids}})",
+                                                               ids)}
 
     def indexed_entity_sample(self, scan: int = 50) -> tuple[str, str] | None:
         """``(user_id, entity_id)`` of the oldest entity both indexes must already hold, if any.
@@ -1080,12 +1159,13 @@ class RecordStore:
         ids = [r[0] for r in rows]
         waiting = {r[0] for table in ("outbox", "outbox_quarantine") for r in self._rows_in(
             f"SELECT ref_id FROM {table} WHERE op = ? AND ref_id IN ({{ids}})", ids, [op])}
-        return next(((r[1], r[0], *r[2:]) for r in rows if r[0] not in waiting), None)
+        return next(((Tenant.stored(r[1]), r[0], *r[2:]) for r in rows if r[0] not in waiting), None)
 
     # -- chat sessions (adapters' history) ----------------------------------------
 
-    def add_session_messages(self, user_id: str, session_id: str, messages: Sequence[Message]) -> None:
+    def add_session_messages(self, tenant: Tenant, session_id: str, messages: Sequence[Message]) -> None:
         """Append chat turns to a session's history at once."""
+        user_id = key(tenant)
         with self.transaction():
             self._many(
                 "INSERT INTO session_messages(user_id, session_id, role, name, content, message_id, timestamp, "
@@ -1093,9 +1173,10 @@ class RecordStore:
                 [(user_id, session_id, m.role, m.name, m.content, m.id, iso(m.timestamp), _extra_text(m))
                  for m in messages])
 
-    def session_messages(self, user_id: str, session_id: str, *, unended: bool = False,
+    def session_messages(self, tenant: Tenant, session_id: str, *, unended: bool = False,
                          limit: int | None = None) -> list[tuple[int, Message]]:
         """A session's turns ``(seq, message)`` in order; the last ``limit`` if given."""
+        user_id = key(tenant)
         sql = ("SELECT seq, role, name, content, message_id, timestamp, extra FROM session_messages "
                "WHERE user_id = ? AND session_id = ?")
         if unended:
@@ -1107,12 +1188,13 @@ class RecordStore:
         rows = self._rows(sql + " ORDER BY seq", params)
         return [(r[0], _session_message(r[1:])) for r in rows]
 
-    def waiting_sessions(self, user_id: str | None = None) -> list[tuple[str, str, datetime | None]]:
+    def waiting_sessions(self, tenant: Tenant | None = None) -> list[tuple[str, str, datetime | None]]:
         """``(user_id, session_id, time of its last waiting turn)`` of every session with turns not yet learned from.
 
         Only turns that would be learned from count (``tool`` rows never are); of
         ``user_id`` only, if given.
         """
+        user_id = None if tenant is None else key(tenant)
         sql = ("SELECT user_id, session_id, MAX(timestamp) FROM session_messages "
                "WHERE episode_id IS NULL AND role <> 'tool'")
         params: list[Any] = []
@@ -1120,30 +1202,35 @@ class RecordStore:
             sql += " AND user_id = ?"
             params.append(user_id)
         rows = self._rows(sql + " GROUP BY user_id, session_id ORDER BY MIN(seq)", params)
-        return [(u, s, parse_time(t)) for u, s, t in rows]
+        return [(Tenant.stored(u), s, parse_time(t)) for u, s, t in rows]
 
-    def has_session(self, user_id: str, session_id: str) -> bool:
+    def has_session(self, tenant: Tenant, session_id: str) -> bool:
         """Whether the session has any stored turn."""
+        user_id = key(tenant)
         return bool(self._rows("SELECT 1 FROM session_messages WHERE user_id = ? AND session_id = ? LIMIT 1",
                                [user_id, session_id]))
 
-    def mark_session_ended(self, user_id: str, session_id: str, up_to_seq: int, episode_id: str) -> None:
+    def mark_session_ended(self, tenant: Tenant, session_id: str, up_to_seq: int, episode_id: str) -> None:
         """Record that turns up to ``up_to_seq`` went into ``episode_id``."""
+        user_id = key(tenant)
         self._exec("UPDATE session_messages SET episode_id = ? WHERE user_id = ? AND session_id = ? "
                    "AND seq <= ? AND episode_id IS NULL", [episode_id, user_id, session_id, up_to_seq])
 
-    def clear_session(self, user_id: str, session_id: str) -> None:
+    def clear_session(self, tenant: Tenant, session_id: str) -> None:
         """Forget a session's chat turns (episodes already stored stay)."""
+        user_id = key(tenant)
         self._exec("DELETE FROM session_messages WHERE user_id = ? AND session_id = ?", [user_id, session_id])
 
-    def session_rows(self, user_id: str) -> list[tuple[str, Message, str | None]]:
+    def session_rows(self, tenant: Tenant) -> list[tuple[str, Message, str | None]]:
         """Every chat turn of a user ``(session_id, message, episode_id)`` in order (for export)."""
+        user_id = key(tenant)
         rows = self._rows("SELECT session_id, role, name, content, message_id, timestamp, extra, episode_id "
                           "FROM session_messages WHERE user_id = ? ORDER BY seq", [user_id])
         return [(r[0], _session_message(r[1:7]), r[7]) for r in rows]
 
-    def insert_session_rows(self, user_id: str, rows: Iterable[tuple[str, Message, str | None]]) -> None:
+    def insert_session_rows(self, tenant: Tenant, rows: Iterable[tuple[str, Message, str | None]]) -> None:
         """Append chat turns with their episode marks, as :meth:`session_rows` gives them (for import)."""
+        user_id = key(tenant)
         self._many(
             "INSERT INTO session_messages(user_id, session_id, role, name, content, message_id, timestamp, "
             "extra, episode_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..models import Entity, Fact, to_utc, unchecked
+from ..tenant import Tenant
 
 __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "StoredFact", "blob", "entity_from_row", "fact_from_row",
            "iso", "parse_time"]
@@ -43,6 +44,14 @@ __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "StoredFact", "blob", "en
 #: ``INDEXED BY``: the planner otherwise walks every current fact of a speaker through
 #: ``facts_subject`` (bench/findings.md has the cost at 100k facts).
 #:
+#: Every read of a tenant's rows seeks a key led by ``user_id`` (``*_key``: a record by its id
+#: under its user; ``tests/stores/test_query_plans.py`` fails on a plan that does not): a
+#: tenant's rows are one range of each index, and a read reaches no other tenant's. The
+#: primary keys on ``id`` alone stay as the id namespace: an id from outside (a client's
+#: episode id, an import file's) is checked against every tenant's before it is used.
+#: ``messages_user`` and ``aliases_entity`` (``messages(user_id)``, ``aliases(entity_id)``)
+#: gave way to ``messages_key`` and ``aliases_key`` (dropped on open).
+#:
 #: ``facts_current`` (a user's current fact ids) and ``vector_tiers`` (the users whose vectors
 #: have a Chroma collection, :mod:`zep_core.stores.tiered`) serve the exact search of small
 #: users' vectors (new in version 6, whose folders an older version refuses).
@@ -56,11 +65,12 @@ CREATE TABLE IF NOT EXISTS episodes (
     usage TEXT, attempts INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS episodes_session ON episodes(user_id, session_id);
 CREATE INDEX IF NOT EXISTS episodes_status ON episodes(status);
+CREATE INDEX IF NOT EXISTS episodes_key ON episodes(user_id, id);
 CREATE TABLE IF NOT EXISTS messages (
     episode_id TEXT NOT NULL, seq INTEGER NOT NULL, user_id TEXT NOT NULL,
     message_id TEXT NOT NULL, role TEXT NOT NULL, name TEXT, content TEXT NOT NULL,
     timestamp TEXT, PRIMARY KEY (episode_id, seq));
-CREATE INDEX IF NOT EXISTS messages_user ON messages(user_id);
+CREATE INDEX IF NOT EXISTS messages_key ON messages(user_id, episode_id, seq);
 CREATE TABLE IF NOT EXISTS facts (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, episode_id TEXT,
     subject TEXT NOT NULL, predicate TEXT NOT NULL, object TEXT NOT NULL,
@@ -71,6 +81,7 @@ CREATE TABLE IF NOT EXISTS facts (
     object_key TEXT,
     CHECK (valid_until IS NULL OR valid_from <= valid_until),
     CHECK (confidence >= 0 AND confidence <= 1));
+CREATE INDEX IF NOT EXISTS facts_key ON facts(user_id, id);
 CREATE INDEX IF NOT EXISTS facts_subject ON facts(user_id, subject_id, valid_until);
 CREATE INDEX IF NOT EXISTS facts_object ON facts(user_id, object_id, valid_until);
 CREATE INDEX IF NOT EXISTS facts_predicate ON facts(user_id, predicate);
@@ -90,12 +101,13 @@ CREATE TABLE IF NOT EXISTS entities (
     entity_type TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '',
     fact_count INTEGER NOT NULL DEFAULT 0, last_updated TEXT, changed_at TEXT,
     embedding BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS entities_key ON entities(user_id, id);
 CREATE INDEX IF NOT EXISTS entities_user ON entities(user_id, entity_type);
 CREATE INDEX IF NOT EXISTS entities_changed ON entities(changed_at);
 CREATE TABLE IF NOT EXISTS aliases (
     user_id TEXT NOT NULL, alias TEXT NOT NULL, entity_id TEXT NOT NULL,
     PRIMARY KEY (user_id, alias));
-CREATE INDEX IF NOT EXISTS aliases_entity ON aliases(entity_id);
+CREATE INDEX IF NOT EXISTS aliases_key ON aliases(user_id, entity_id);
 CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, op TEXT NOT NULL, user_id TEXT NOT NULL,
     ref_id TEXT, payload TEXT);
@@ -156,7 +168,7 @@ def fact_from_row(row: Sequence[Any], **scores: Any) -> Fact:
     (:func:`~zep_core.models.unchecked`): reading back costs no validation.
     """
     return unchecked(
-        Fact, id=row[0], user_id=row[1], episode_id=row[2], subject=row[3], predicate=row[4],
+        Fact, id=row[0], user_id=Tenant.stored(row[1]), episode_id=row[2], subject=row[3], predicate=row[4],
         object=row[5], content=row[6], confidence=float(row[7]), valid_from=parse_time(row[8]),
         valid_until=parse_time(row[9]), superseded_by=row[10], created_at=parse_time(row[11]),
         expired_at=parse_time(row[12]), source_message_ids=tuple(json.loads(row[13])), **scores)
@@ -164,7 +176,7 @@ def fact_from_row(row: Sequence[Any], **scores: Any) -> Fact:
 
 def entity_from_row(row: Sequence[Any], aliases: Sequence[str] = ()) -> Entity:
     """An Entity from ``id, user_id, name, entity_type, summary, fact_count, last_updated``."""
-    return Entity(id=row[0], user_id=row[1], name=row[2], entity_type=row[3], summary=row[4],
+    return Entity(id=row[0], user_id=Tenant.stored(row[1]), name=row[2], entity_type=row[3], summary=row[4],
                   fact_count=row[5], last_updated=parse_time(row[6]), aliases=tuple(aliases))
 
 

@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import StoreError
+from ..tenant import Tenant, key
 from .base import RETIRED_VECTOR_KINDS, VECTOR_KINDS, VectorIndex
 from .records import RecordStore
 
@@ -175,9 +176,13 @@ class TieredVectorIndex:
 
     # -- tiers -----------------------------------------------------------------------------
 
-    def promoted(self, user_id: str) -> bool:
-        """Whether the user's vectors are searched in their Chroma collection."""
-        return self._tiers.get(user_id) == _READY
+    def promoted(self, user_id: Tenant) -> bool:
+        """Whether the user's vectors are searched in their Chroma collection.
+
+        Every method of a user's vectors asks this first, so each takes only a
+        :class:`~zep_core.tenant.Tenant` (a ``TypeError`` otherwise), as the record store does.
+        """
+        return self._tiers.get(key(user_id)) == _READY
 
     def _usable_width(self) -> int | None:
         if self._dimension is None:

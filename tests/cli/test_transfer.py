@@ -110,7 +110,7 @@ def test_embeddings_from_another_model_are_replaced_by_new_ones(tmp_path, open_m
         report = import_user(target, lines)
     assert report.reembedded
     fact = target.entity_history("Alice", user_id="alice")[0]
-    stored = stored_fact_vector(target, fact.id)
+    stored = stored_fact_vector(target, "alice", fact.id)
     assert np.allclose(stored, embedder.embed([fact.content])[0], atol=1e-6)
     assert target.check_consistency() == {}
 

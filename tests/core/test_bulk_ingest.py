@@ -11,9 +11,12 @@ import pytest
 from zep_core import Memory, Message, ValidationError
 from zep_core.ingest_files import EpisodeInput, ingest
 from zep_core.providers.rules import RuleExtractor
+from zep_core.tenant import Tenant
 
 from tests.core.fakes import ScriptedExtractor, said
 from tests.core.waiting import until
+
+T = Tenant.of  # a checked user id: what the stores take
 
 UTC = timezone.utc
 START = datetime(2023, 3, 1, 9, tzinfo=UTC)
@@ -351,8 +354,8 @@ def test_a_users_index_writes_wait_for_its_last_batch_and_a_read_in_between_sees
         if next(calls) not in batch_ends:
             return
         if ends and index_writes == "background":  # Alice's last episode was in this batch: she was released
-            assert until(lambda: records.outbox_size("alice") == 0)
-        queued = (records.outbox_size("alice"), records.outbox_size("bob"))
+            assert until(lambda: records.outbox_size(T("alice")) == 0)
+        queued = (records.outbox_size(T("alice")), records.outbox_size(T("bob")))
         found = "Berlin" in memory.context_block("Where does Alice live?", user_id="alice")
         ends.append((*queued, found))
 

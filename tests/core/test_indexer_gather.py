@@ -9,8 +9,11 @@ import time
 
 import pytest
 from zep_core import sync
+from zep_core.tenant import Tenant
 
 from tests.core.waiting import LIMIT_S, until
+
+T = Tenant.of  # a checked user id: what the stores take
 
 
 @pytest.fixture
@@ -33,12 +36,12 @@ def test_no_pass_while_an_episode_is_processed_and_one_once_writers_are_quiet(ma
     records = memory._stores.records
     with memory._sync.writing():  # as if the next episode of a stream were being extracted
         _episode(memory, "s1", "I live in Oslo.")
-        assert records.outbox_size("ann")
+        assert records.outbox_size(T("ann"))
         time.sleep(0.3)  # far longer than QUIET_S: the indexer is awake and waiting
-        assert records.outbox_size("ann"), "the indexer ran a pass beside a writer"
+        assert records.outbox_size(T("ann")), "the indexer ran a pass beside a writer"
         assert not memory._stores.vectors.collection_ids()  # nothing written to Chroma yet
     assert until(lambda: records.outbox_size() == 0), "the indexer never ran once the writers were quiet"
-    assert memory._stores.vectors.count("ann", "current") == _current(memory) > 0
+    assert memory._stores.vectors.count(T("ann"), "current") == _current(memory) > 0
     assert memory.check_consistency() == {}
 
 
@@ -46,7 +49,7 @@ def test_a_lone_episode_is_indexed_without_a_read(make_memory, long_gather):
     memory = make_memory(index_writes="background")
     _episode(memory, "s1", "I live in Oslo.")
     assert until(lambda: memory._stores.records.outbox_size() == 0)
-    assert memory._stores.vectors.count("ann", "current") == _current(memory) > 0
+    assert memory._stores.vectors.count(T("ann"), "current") == _current(memory) > 0
     assert [e.name for e in memory.related_entities("Ann", user_id="ann")] == ["Oslo"]
 
 
@@ -81,4 +84,4 @@ def test_close_does_not_wait_out_the_gathering(make_memory, long_gather):
         assert time.monotonic() - start < LIMIT_S
     reopened = make_memory(index_writes="sync")
     assert reopened._stores.records.outbox_size() == 0  # close applied what was queued
-    assert reopened._stores.vectors.count("ann", "current") == _current(reopened) > 0
+    assert reopened._stores.vectors.count(T("ann"), "current") == _current(reopened) > 0

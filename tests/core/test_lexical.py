@@ -14,8 +14,11 @@ from zep_core.stores import fts
 from zep_core.stores.fts import query_terms
 from zep_core.stores.records import iso
 from zep_core.stores.schema import SCHEMA_VERSION
+from zep_core.tenant import Tenant
 
 from tests.stores.state import lexical_index, lexical_tables
+
+T = Tenant.of  # a checked user id: what the stores take
 
 UTC = timezone.utc
 T0 = datetime(2024, 3, 1, tzinfo=UTC)
@@ -163,11 +166,11 @@ def test_the_lexical_ranking_holds_only_valid_facts_however_many_are_retired(mem
     text = "Which town did Kim move to, and the bakeries?"
     for as_of in (None, T0 + timedelta(days=45), T0 + timedelta(days=1000)):
         for limit in (1, 5, 50):
-            got = records.lexical_search("u", text, limit=limit, as_of=iso(as_of) if as_of else None)
+            got = records.lexical_search(T("u"), text, limit=limit, as_of=iso(as_of) if as_of else None)
             assert list(got) == list(fts5_ranking(memory, "u", text, limit, as_of))
             assert got == pytest.approx(fts5_ranking(memory, "u", text, limit, as_of), rel=1e-12)
-    now = records.lexical_search("u", "moved", limit=50)
-    facts = records.get_facts("u", list(now))
+    now = records.lexical_search(T("u"), "moved", limit=50)
+    facts = records.get_facts(T("u"), list(now))
     assert now and all(cities[-1] in facts[i].content for i in now)  # the old towns' statements retired with them
     in_step(memory)
 
@@ -324,17 +327,18 @@ def test_the_rankings_are_those_of_an_fts5_table_per_user(make_memory):
         text = " ".join(rng.sample(words, rng.randint(1, 4)))
         as_of = None if n % 3 else T0 + timedelta(days=rng.randint(0, 130))
         weight = (1.0, 0.5, 0.0)[n % 3]
-        ours = records.lexical_search("u", text, limit=30, as_of=iso(as_of) if as_of else None, context_weight=weight)
+        ours = records.lexical_search(T("u"), text, limit=30, as_of=iso(as_of) if as_of else None,
+                                      context_weight=weight)
         theirs = fts5_ranking(memory, "u", text, 30, as_of, context_weight=weight)
         assert list(ours) == list(theirs), text
         assert ours == pytest.approx(theirs, rel=1e-12), text
         compared += bool(ours)
     assert compared > 40
-    before = records.lexical_search("u", "chess Lisbon", limit=30)
+    before = records.lexical_search(T("u"), "chess Lisbon", limit=30)
     talk(memory, "u", ("Kim", "I play chess in Lisbon."), ("Kim", "Chess again, in Lisbon."), session="more",
          at=T0 + timedelta(days=200))  # the counts per term remembered from the queries above must follow
     memory.flush()
-    after = records.lexical_search("u", "chess Lisbon", limit=30)
+    after = records.lexical_search(T("u"), "chess Lisbon", limit=30)
     assert after != before and after == pytest.approx(fts5_ranking(memory, "u", "chess Lisbon", 30), rel=1e-12)
     assert list(after) == list(fts5_ranking(memory, "u", "chess Lisbon", 30))
 
@@ -351,7 +355,7 @@ def test_a_word_in_most_of_a_long_users_facts_is_not_looked_up(memory):
     talk(memory, "u", ("Kim", "My cousin Ola lives in Bergen."))
     talk(memory, "u", *[("Kim", f"Kim here: I logged sighting number {n} of a heron.") for n in range(20)],
          session="few")
-    few = records.lexical_search("u", "Kim cousin", limit=50)
+    few = records.lexical_search(T("u"), "Kim cousin", limit=50)
     assert len(few) > 10  # the name found the sightings too, with next to no score
     episodes = [{"session_id": f"birds-{n}", "user_id": "u",
                  "messages": [Message(f"Kim here: I logged sighting number {n} of a heron near pond {n}.", name="Kim",
@@ -359,6 +363,6 @@ def test_a_word_in_most_of_a_long_users_facts_is_not_looked_up(memory):
     memory.conversation_end_many(episodes)
     memory.flush()
 
-    many = records.lexical_search("u", "Kim cousin", limit=50)
-    assert list(many) == list(records.lexical_search("u", "cousin", limit=50))
+    many = records.lexical_search(T("u"), "Kim cousin", limit=50)
+    assert list(many) == list(records.lexical_search(T("u"), "cousin", limit=50))
     assert any("cousin" in f.content for f in memory.get_context("Kim cousin", user_id="u"))

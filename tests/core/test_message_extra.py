@@ -9,6 +9,9 @@ import pytest
 from zep_core import Message, ValidationError
 from zep_core.serialize import message_from_dict, message_to_dict
 from zep_core.stores.records import RecordStore
+from zep_core.tenant import Tenant
+
+T = Tenant.of  # a checked user id: what the stores take
 
 EXTRA = {"llamaindex": {"role": "assistant", "blocks": [{"block_type": "tool_call", "tool_name": "weather",
                                                          "tool_kwargs": {"city": "Oslo"}}]}}
@@ -62,8 +65,8 @@ def test_a_record_store_from_before_extra_gets_the_column(tmp_path):
 
     records = RecordStore(path)
     try:
-        assert [m.content for _, m in records.session_messages("ann", "chat")] == ["Hi."]
-        records.add_session_messages("ann", "chat", [Message("Hello.", role="assistant", extra=EXTRA)])
-        assert records.session_messages("ann", "chat")[-1][1].extra == EXTRA
+        assert [m.content for _, m in records.session_messages(T("ann"), "chat")] == ["Hi."]
+        records.add_session_messages(T("ann"), "chat", [Message("Hello.", role="assistant", extra=EXTRA)])
+        assert records.session_messages(T("ann"), "chat")[-1][1].extra == EXTRA
     finally:
         records.close()

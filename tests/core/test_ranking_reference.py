@@ -18,8 +18,11 @@ from zep_core.resolve import asks_what_the_assistant_said, input_aliases, mentio
 from zep_core.retrieval import ContextQuery, newer_first, score_candidates
 from zep_core.stores.records import iso
 from zep_core.temporal import normalize_name
+from zep_core.tenant import Tenant
 
 from bench.synth import episodes, make_users, queries
+
+T = Tenant.of  # a checked user id: what the stores take
 
 UTC = timezone.utc
 
@@ -34,18 +37,19 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
     vector = memory.embedder.embed_query(f"{voice}: {query.text}" if voice else query.text)
     memory.flush()
     k = max(scoring.semantic_candidates, scoring.context_limit)
-    semantic = dict(vectors.query(user, "current", vector, k))
+    semantic = dict(vectors.query(T(user), "current", vector, k))
     if when is not None:  # superseded facts valid then, by brute force over every stored fact of the user
-        then = [(fid, float(s.embedding @ vector)) for ids in records.iter_fact_ids(user)
-                for fid, s in records.stored_facts(ids).items() if not s.fact.is_current and s.fact.valid_at(when)]
+        then = [(fid, float(s.embedding @ vector)) for ids in records.iter_fact_ids(T(user))
+                for fid, s in records.stored_facts(T(user), ids).items()
+                if not s.fact.is_current and s.fact.valid_at(when)]
         semantic.update(sorted(then, key=lambda x: -x[1])[:k])
-    lexical = records.lexical_search(user, query.text, limit=scoring.lexical_candidates,
+    lexical = records.lexical_search(T(user), query.text, limit=scoring.lexical_candidates,
                                      as_of=iso(when) if when else None, context_weight=scoring.lexical_context_weight)
     as_of = iso(when) if when else None
     names = input_aliases(query.text) + ([normalize_name(query.asker)] if query.asker else [])
     if memory.config.assistant_speaker and mentions_second_person(query.text):
         names.append(normalize_name(memory.config.assistant_speaker))
-    found = records.entity_ids_for_aliases(user, names)
+    found = records.entity_ids_for_aliases(T(user), names)
     only = set(semantic) | set(lexical) if scoring.graph_mode == "boost" and not scoring.require_both else None
     askers = [query.asker] if query.asker else []
     if about_assistant:
@@ -59,20 +63,21 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
     for hop in range(scoring.graph_hops):
         if not frontier or (only is not None and not only):
             break
-        for fid in records.facts_touching(user, list(frontier), as_of=as_of, among=only):
+        for fid in records.facts_touching(T(user), list(frontier), as_of=as_of, among=only):
             scores.setdefault(fid, scoring.hop_scores[hop])
         if hop + 1 < scoring.graph_hops:
             frontier = graph.neighbours(user, list(frontier), as_of=as_of) - seen
             seen |= frontier
     if only is None and len(scores) > scoring.graph_candidates:
-        cos = {i: float(v @ vector) for i, v in records.fact_vectors(user, list(scores)).items()}
+        cos = {i: float(v @ vector) for i, v in records.fact_vectors(T(user), list(scores)).items()}
         keep = sorted(scores, key=lambda i: (scores[i], cos.get(i, 0.0)), reverse=True)[: scoring.graph_candidates]
         scores = {i: scores[i] for i in keep}
-    asker = set(records.facts_touching(user, asker_ids, as_of=as_of, among=only)) & set(scores) if asker_ids else set()
+    asker = (set(records.facts_touching(T(user), asker_ids, as_of=as_of, among=only)) & set(scores)
+             if asker_ids else set())
     missing = [f for f in set(scores) | set(lexical) if f not in semantic]
-    for fid, vec in records.fact_vectors(user, missing).items():
+    for fid, vec in records.fact_vectors(T(user), missing).items():
         semantic[fid] = float(vec @ vector)
-    facts = records.get_facts(user, list(set(semantic) | set(scores)))
+    facts = records.get_facts(T(user), list(set(semantic) | set(scores)))
     valid = {i: f for i, f in facts.items() if (f.valid_at(when) if when else f.is_current)}
     recency = {i: iso(f.valid_from) for i, f in valid.items()}
     start, end = query.window or ("", "")
@@ -83,7 +88,7 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
                               in_window=in_window)
     ranked = ranked[: 2 * scoring.context_limit]
     top = [s.fact_id for s in ranked]
-    ranked, older = newer_first(ranked, records.fact_vectors(user, top),
+    ranked, older = newer_first(ranked, records.fact_vectors(T(user), top),
                                 {i: valid[i].subject.casefold() for i in top}, recency, scoring.newer_first_similarity)
     return [(s.fact_id, round(s.score, 6), older.get(s.fact_id)) for s in ranked[: scoring.context_limit]]
 

@@ -23,6 +23,9 @@ from pathlib import Path
 from zep_core.stores.base import VECTOR_KINDS
 from zep_core.stores.fts import TABLE_PREFIX
 from zep_core.stores.vectors import collection_name
+from zep_core.tenant import Tenant
+
+T = Tenant.of  # a checked user id: what the stores take
 
 _TABLES = ("episodes", "messages", "facts", "entities", "aliases", "session_messages", "outbox")
 
@@ -157,31 +160,32 @@ def user_records(memory, user) -> dict:
     memory.flush()  # the index writes go in the background: read the indexes once they are applied
     stores = memory._stores
     records = stores.records
-    fact_ids = [i for ids in records.iter_fact_ids(user) for i in ids]
-    entity_ids = [i for ids in records.iter_entity_ids(user) for i in ids]
-    stored = records.stored_facts(fact_ids)
+    tenant = T(user)
+    fact_ids = [i for ids in records.iter_fact_ids(tenant) for i in ids]
+    entity_ids = [i for ids in records.iter_entity_ids(tenant) for i in ids]
+    stored = records.stored_facts(tenant, fact_ids)
     return {
-        "episodes": [memory.get_episode(i) for i in records.episode_ids(user_id=user)],
+        "episodes": [memory.get_episode(i, user_id=user) for i in records.episode_ids(tenant)],
         "facts": [stored[i].fact for i in fact_ids],
         "fact_entities": {i: (stored[i].subject_id, stored[i].object_id) for i in fact_ids},
         "fact_vectors": {i: stored[i].embedding.tobytes() for i in fact_ids},
-        "entities": records.get_entities(user, entity_ids),
-        "entity_vectors": {e.id: v.tobytes() for e, v in records.entity_rows(entity_ids)},
-        "changed_at": records.entity_changed_at(entity_ids),
-        "chat": records.session_rows(user),
-        "vectors": {k: stores.vectors.ids(user, k) for k in VECTOR_KINDS},
+        "entities": records.get_entities(tenant, entity_ids),
+        "entity_vectors": {e.id: v.tobytes() for e, v in records.entity_rows(tenant, entity_ids)},
+        "changed_at": records.entity_changed_at(tenant, entity_ids),
+        "chat": records.session_rows(tenant),
+        "vectors": {k: stores.vectors.ids(tenant, k) for k in VECTOR_KINDS},
         "graph": stores.graph.snapshot(user),
     }
 
 
-def stored_fact_vector(memory, fact_id: str):
-    """The vector SQLite keeps for a fact."""
-    return memory._stores.records.stored_facts([fact_id])[fact_id].embedding
+def stored_fact_vector(memory, user: str, fact_id: str):
+    """The vector SQLite keeps for a fact of a user."""
+    return memory._stores.records.stored_facts(T(user), [fact_id])[fact_id].embedding
 
 
 def vector_ids(memory, user: str, kind: str) -> set[str]:
     """The ids in one of a user's Chroma collections."""
-    return memory._stores.vectors.ids(user, kind)
+    return memory._stores.vectors.ids(T(user), kind)
 
 
 def wipe_vector_index(memory) -> None:

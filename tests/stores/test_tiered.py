@@ -15,6 +15,9 @@ from zep_core.stores.records import RecordStore
 from zep_core.stores.tiered import TieredVectorIndex, exact_search
 from zep_core.stores.vector_process import ChromaProcess, available
 from zep_core.stores.vectors import ChromaVectorIndex, collection_name
+from zep_core.tenant import Tenant
+
+T = Tenant.of  # a checked user id: what the stores take
 
 DIM = 16
 
@@ -59,19 +62,19 @@ class Folder:
                     "source_message_ids, subject_id, embedding) VALUES (?, ?, 's', 'p', 'o', 'c', 1, "
                     "'2024-01-01', '[]', 'e', ?) ON CONFLICT(id) DO UPDATE SET embedding = excluded.embedding",
                     [fid, user, v.tobytes()])
-        self.index.upsert(user, "current", ids, vectors)
+        self.index.upsert(T(user), "current", ids, vectors)
 
     def retire(self, user: str, ids: list[str]) -> None:
         with self.records.transaction():
             for fid in ids:
                 self.records.db.execute("UPDATE facts SET valid_until = '2024-02-01' WHERE id = ? AND user_id = ?",
                                         [fid, user])
-        self.index.delete(user, "current", ids)
+        self.index.delete(T(user), "current", ids)
 
     def forget(self, user: str) -> None:
         with self.records.transaction():
-            self.records.delete_user(user)
-        self.index.drop_user(user)
+            self.records.delete_user(T(user))
+        self.index.drop_user(T(user))
 
     def close(self) -> None:
         self.index.close()
@@ -94,66 +97,66 @@ def test_it_is_a_vector_index(folder):
 
 def test_nearest_first_with_cosine_similarity(folder):
     folder.add("alice", ["paris", "berlin", "rome"], np.stack([axis(0), axis(1), (axis(0) + axis(1)) / np.sqrt(2)]))
-    hits = folder.index.query("alice", "current", axis(0), k=2)
+    hits = folder.index.query(T("alice"), "current", axis(0), k=2)
     assert [h[0] for h in hits] == ["paris", "rome"]
     assert hits[0][1] == pytest.approx(1.0, abs=1e-5) and hits[1][1] == pytest.approx(np.sqrt(0.5), abs=1e-4)
-    assert [i for i, _ in folder.index.query("alice", "current", axis(0), k=50)] == ["paris", "rome", "berlin"]
+    assert [i for i, _ in folder.index.query(T("alice"), "current", axis(0), k=50)] == ["paris", "rome", "berlin"]
 
 
 def test_ids_and_count_follow_the_current_facts(folder):
-    assert folder.index.count("alice", "current") == 0 and folder.index.ids("alice", "current") == set()
+    assert folder.index.count(T("alice"), "current") == 0 and folder.index.ids(T("alice"), "current") == set()
     folder.add("alice", ["f1", "f2", "f3", "f4"], np.stack([axis(i) for i in range(4)]))
     folder.add("bob", ["b1"], axis(0)[None, :])
-    assert folder.index.ids("alice", "current") == {"f1", "f2", "f3", "f4"}
-    assert folder.index.count("alice", "current") == 4
+    assert folder.index.ids(T("alice"), "current") == {"f1", "f2", "f3", "f4"}
+    assert folder.index.count(T("alice"), "current") == 4
     folder.retire("alice", ["f1", "never-stored"])
-    assert folder.index.ids("alice", "current") == {"f2", "f3", "f4"}
-    assert folder.index.count("alice", "current") == 3
-    assert folder.index.ids("bob", "current") == {"b1"} and folder.index.count("alice", "history") == 0
-    assert [i for i, _ in folder.index.query("alice", "current", axis(0), k=10)][0] != "f1"
+    assert folder.index.ids(T("alice"), "current") == {"f2", "f3", "f4"}
+    assert folder.index.count(T("alice"), "current") == 3
+    assert folder.index.ids(T("bob"), "current") == {"b1"} and folder.index.count(T("alice"), "history") == 0
+    assert [i for i, _ in folder.index.query(T("alice"), "current", axis(0), k=10)][0] != "f1"
 
 
 def test_an_upsert_replaces_the_vector(folder):
     folder.add("alice", ["f1", "f2", "f3"], np.stack([axis(0), axis(1), axis(2)]))
     folder.add("alice", ["f1"], axis(5)[None, :])
-    assert folder.index.ids("alice", "current") == {"f1", "f2", "f3"}
-    assert folder.index.query("alice", "current", axis(5), k=1)[0] == ("f1", pytest.approx(1.0, abs=1e-5))
+    assert folder.index.ids(T("alice"), "current") == {"f1", "f2", "f3"}
+    assert folder.index.query(T("alice"), "current", axis(5), k=1)[0] == ("f1", pytest.approx(1.0, abs=1e-5))
 
 
 def test_isolation_a_tenants_query_never_returns_another_tenants_ids(folder):
     for user, n in (("alice", 5), ("bob", 1), ("carol", 4)):
         folder.add(user, [f"{user}-{i}" for i in range(n)], np.stack([axis(0)] * n))
     for user in ("alice", "bob", "carol"):
-        got = [i for i, _ in folder.index.query(user, "current", axis(0), k=100)]
+        got = [i for i, _ in folder.index.query(T(user), "current", axis(0), k=100)]
         assert got and all(i.startswith(f"{user}-") for i in got)
-        assert all(i.startswith(f"{user}-") for i in folder.index.ids(user, "current"))
-    assert folder.index.query("dave", "current", axis(0), k=10) == []
+        assert all(i.startswith(f"{user}-") for i in folder.index.ids(T(user), "current"))
+    assert folder.index.query(T("dave"), "current", axis(0), k=10) == []
 
 
 def test_drop_user_removes_only_that_user_and_reset_everything(folder):
     for user in ("alice", "bob"):
         folder.add(user, [f"{user}-{i}" for i in range(4)], np.stack([axis(i) for i in range(4)]))
     folder.forget("alice")
-    assert folder.index.ids("alice", "current") == set() and len(folder.index.ids("bob", "current")) == 4
+    assert folder.index.ids(T("alice"), "current") == set() and len(folder.index.ids(T("bob"), "current")) == 4
     assert collection_name("alice", "current") not in folder.index.collection_ids()
     folder.forget("alice")  # twice is fine
     folder.index.reset()
     assert not folder.index.collection_ids() and folder.records.vector_tiers() == {}
-    assert len(folder.index.ids("bob", "current")) == 4  # SQLite still has bob: exact until his next write
+    assert len(folder.index.ids(T("bob"), "current")) == 4  # SQLite still has bob: exact until his next write
 
 
 def test_mismatched_ids_and_vectors_and_unknown_kinds_are_refused(folder):
     with pytest.raises(StoreError, match="one vector per id"):
-        folder.index.upsert("alice", "current", ["a", "b"], axis(0)[None, :])
+        folder.index.upsert(T("alice"), "current", ["a", "b"], axis(0)[None, :])
     with pytest.raises(StoreError, match="unknown vector kind"):
-        folder.index.query("alice", "nonsense", axis(0), k=1)
+        folder.index.query(T("alice"), "nonsense", axis(0), k=1)
 
 
 def test_data_reopened_later_is_still_there(folder):
     folder.add("alice", [f"a{i}" for i in range(5)], np.stack([axis(i) for i in range(5)]))
     folder.reopen()
-    assert folder.index.ids("alice", "current") == {f"a{i}" for i in range(5)}
-    assert folder.index.query("alice", "current", axis(2), k=1)[0][0] == "a2"
+    assert folder.index.ids(T("alice"), "current") == {f"a{i}" for i in range(5)}
+    assert folder.index.query(T("alice"), "current", axis(2), k=1)[0][0] == "a2"
 
 
 # -- exact search is Chroma's ranking ----------------------------------------------------------------
@@ -192,16 +195,16 @@ def test_a_user_is_promoted_by_the_write_that_reaches_the_threshold(tmp_path):
     try:
         f.add("alice", [f"a{i}" for i in range(4)], np.stack([axis(i) for i in range(4)]))
         f.add("bob", ["b0"], axis(0)[None, :])
-        assert not f.index.promoted("alice") and not f.index.chroma_started  # nothing started for small users
+        assert not f.index.promoted(T("alice")) and not f.index.chroma_started  # nothing started for small users
         assert not (tmp_path / "chroma").exists()
-        before = f.index.query("alice", "current", axis(1), k=3)
+        before = f.index.query(T("alice"), "current", axis(1), k=3)
         f.add("alice", ["a4"], axis(4)[None, :])  # the fifth current fact
-        assert f.index.promoted("alice") and f.records.vector_tiers() == {"alice": "ready"}
+        assert f.index.promoted(T("alice")) and f.records.vector_tiers() == {"alice": "ready"}
         assert f.index.collection_ids() == {collection_name("alice", "current"): frozenset(f"a{i}" for i in range(5))}
-        assert f.index.query("alice", "current", axis(1), k=3)[:1] == before[:1]
+        assert f.index.query(T("alice"), "current", axis(1), k=3)[:1] == before[:1]
         f.retire("alice", ["a0", "a1"])  # below the threshold again: stays promoted (no flapping)
-        assert f.index.promoted("alice") and f.index.ids("alice", "current") == {"a2", "a3", "a4"}
-        assert not f.index.promoted("bob")
+        assert f.index.promoted(T("alice")) and f.index.ids(T("alice"), "current") == {"a2", "a3", "a4"}
+        assert not f.index.promoted(T("bob"))
     finally:
         f.close()
 
@@ -210,22 +213,22 @@ def test_a_crash_between_building_the_collection_and_recording_it_leaves_the_use
     f = Folder(tmp_path, exact_below=3)
     try:
         f.add("alice", ["a0", "a1", "a2"], np.stack([axis(0), axis(1), axis(2)]))
-        assert f.index.promoted("alice")
+        assert f.index.promoted(T("alice"))
         # the process died after the build and before the mark: simulated by dropping the mark,
         # with a fact added and one retired meanwhile (so the half-built collection is stale)
-        f.records.set_vector_tier("alice", "building")
+        f.records.set_vector_tier(T("alice"), "building")
         f.index.close()
         with f.records.transaction():
             f.records.db.execute("UPDATE facts SET valid_until = '2024-02-01' WHERE id = 'a0'")
         f.index = f.open_index()
-        assert not f.index.promoted("alice")
-        assert f.index.ids("alice", "current") == {"a1", "a2"}
-        assert "a0" not in [i for i, _ in f.index.query("alice", "current", axis(0), k=5)]
-        f.records.clear_vector_tier("alice")  # no mark at all: the same
+        assert not f.index.promoted(T("alice"))
+        assert f.index.ids(T("alice"), "current") == {"a1", "a2"}
+        assert "a0" not in [i for i, _ in f.index.query(T("alice"), "current", axis(0), k=5)]
+        f.records.clear_vector_tier(T("alice"))  # no mark at all: the same
         f.reopen()
-        assert not f.index.promoted("alice") and f.index.ids("alice", "current") == {"a1", "a2"}
+        assert not f.index.promoted(T("alice")) and f.index.ids(T("alice"), "current") == {"a1", "a2"}
         f.add("alice", ["a3"], axis(3)[None, :])  # the next write promotes again, from SQLite
-        assert f.index.promoted("alice")
+        assert f.index.promoted(T("alice"))
         assert f.index.collection_ids()[collection_name("alice", "current")] == {"a1", "a2", "a3"}
     finally:
         f.close()
@@ -235,7 +238,7 @@ def test_forget_drops_a_half_built_collection(tmp_path):
     f = Folder(tmp_path, exact_below=2)
     try:
         f.add("alice", ["a0", "a1"], np.stack([axis(0), axis(1)]))
-        f.records.set_vector_tier("alice", "building")
+        f.records.set_vector_tier(T("alice"), "building")
         f.reopen()
         f.forget("alice")
         assert f.index.collection_ids() == {} and f.records.vector_tiers() == {}
@@ -257,14 +260,14 @@ def test_evicted_collections_below_chromas_sync_threshold_still_answer(tmp_path,
             f.add(user, [f"{user}-{j}" for j in range(n + 3)], np.stack([axis(j) for j in range(n + 3)]))
         for _ in range(2):
             for n, user in enumerate(users):
-                assert f.index.promoted(user)
+                assert f.index.promoted(T(user))
                 assert len(f.index.resident()) <= 2
-                hits = f.index.query(user, "current", axis(n + 2), k=3)
+                hits = f.index.query(T(user), "current", axis(n + 2), k=3)
                 assert hits[0] == (f"{user}-{n + 2}", pytest.approx(1.0, abs=1e-5))
-                assert f.index.count(user, "current") == n + 3
+                assert f.index.count(T(user), "current") == n + 3
         assert f.index.opened > 2  # Chroma was closed to release collections, and opened again
         f.reopen()
-        assert f.index.ids("user0", "current") == {"user0-0", "user0-1", "user0-2"}
+        assert f.index.ids(T("user0"), "current") == {"user0-0", "user0-1", "user0-2"}
     finally:
         f.close()
 
@@ -298,12 +301,12 @@ def test_an_old_folder_drops_the_collections_of_users_below_the_threshold_once(m
     old.flush()
     old._stores.records.set_meta("vector_tiers", "0")  # as a folder written before the tiers
     old._stores.records.clear_vector_tier()
-    big = old._stores.records.current_fact_count("bob")
+    big = old._stores.records.current_fact_count(T("bob"))
     old.close()
     assert big >= 2
     again = make_memory(data, vector_exact_below=2)
     names = set(again._stores.vectors.collection_ids())
     assert collection_name("alice", "current") not in names and collection_name("bob", "current") in names
-    assert again._stores.vectors.promoted("bob") and not again._stores.vectors.promoted("alice")
+    assert again._stores.vectors.promoted(T("bob")) and not again._stores.vectors.promoted(T("alice"))
     assert again.check_consistency() == {}
     assert "Paris" in again.context_block("Where does Alice live?", user_id="alice")
