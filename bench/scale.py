@@ -108,6 +108,11 @@ class _Loader:
             self.last_said = msgs[-1]["timestamp"]
             yield user, session, msgs
 
+    def skip(self, n: int) -> None:
+        """Pass over the first ``n`` episodes unsent: those a kept folder already holds (the time line follows)."""
+        for _ in itertools.islice(self.stream, n):
+            self.episodes += 1
+
     def halfway(self) -> datetime:
         """The middle of the time line the memory holds: an ``as_of`` that finds facts superseded since."""
         assert self.first_said is not None and self.last_said is not None, "nothing was ingested"
@@ -350,6 +355,35 @@ def measure(memory: Any, loader: _Loader, users: list[SynthUser], n_queries: int
         "ratio_to_chroma": {p: round(p_ours[p] / p_chroma[p], 2) for p in p_ours},
         **memory_rss, "disk_mb": round(disk / 2**20, 1), "disk_bytes_per_fact": round(disk / max(facts, 1)),
     }
+
+
+def remeasure(data_dir: str | Path, *, size: int, users: int = 100, seed: int = 7, n_queries: int = 300,
+              progress: Progress | None = None, out_dir: Path | None = None,
+              name: str = "scale_remeasured") -> dict[str, Any]:
+    """The measures of :func:`run` again on a folder it built and kept (``data_dir``), with the code as it is now.
+
+    Nothing is ingested: the folder's episodes are passed over in the data stream (same
+    ``users`` and ``seed`` as the build), so the queries (``size``: the build's last) and the
+    ``as_of`` moment are the build's. Written as ``<name>.json``.
+    """
+    from zep_core import Memory, MemoryConfig
+    from zep_core.providers.local import LocalEmbedder
+
+    progress = progress or Progress(name)
+    root = Path(data_dir)
+    people = make_users(users, seed)
+    embedder = RecordingEmbedder(LocalEmbedder())
+    embedder.embed(["warm up the model"])
+    with Memory(MemoryConfig(data_dir=root, embedder=embedder, vector_exact_below=0)) as memory:
+        loader = _Loader(memory, people, seed)
+        loader.skip(memory.stats()["records"]["episodes"])
+        row = measure(memory, loader, people, n_queries, seed + size, root)
+    progress(f"{row['facts']} facts: get_context p50/p95 {row['get_context_ms']['p50']}/{row['get_context_ms']['p95']} "
+             f"ms, floor {row['floor_ms']['p95']} ms (p95): {row['ratio_to_floor']['p95']}x")
+    result = {"mode": "remeasured", "data_dir": str(root), "sizes": [row], "users": users, "seed": seed,
+              "load_average_at_start": load_average(), "seconds": round(progress.elapsed, 1)}
+    result["path"] = str(write_result(name, result, out_dir))
+    return result
 
 
 def run(*, quick: bool = False, sizes: Sequence[int] | None = None, users: int = 100, seed: int = 7,
