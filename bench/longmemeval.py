@@ -48,7 +48,7 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -337,22 +337,24 @@ def _ingest_bulk(memory: Any, items: Sequence[Item]) -> int:
     return sum(len(r.added) for r in results)
 
 
-def run_long(path: str | Path, *, per_type: int, embedder: Any, root: Path, progress: Progress) -> dict[str, Any]:
+def run_long(path: str | Path, *, per_type: int, embedder: Any, root: Path, progress: Progress,
+             settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The same questions on the oracle and on a long history (:func:`long_history`), with the baselines."""
     from zep_core import Memory, MemoryConfig
 
     pool = load(path)
     sample = _sample(pool, per_type)
-    settings = {"oracle": sample, "long": long_history(sample, pool)}
+    histories = {"oracle": sample, "long": long_history(sample, pool)}
     out: dict[str, Any] = {"questions": len(sample), "distractors": LONG_DISTRACTORS, "seed": LONG_SEED}
-    for name, items in settings.items():
+    for name, items in histories.items():
         turns = [t for it in items for t in it.turns]
         systems = dict(_evaluate_baselines(items, embedder))
         t0, c0 = time.perf_counter(), time.process_time()
         embedder.embed([t.content for t in turns])
         embed_wall, embed_cpu = time.perf_counter() - t0, time.process_time() - c0
         clock = AskedClock()
-        with Memory(MemoryConfig(data_dir=root / f"long-{name}", embedder=embedder), clock=clock) as memory:
+        with Memory(MemoryConfig(data_dir=root / f"long-{name}", embedder=embedder, **(settings or {})),
+                    clock=clock) as memory:
             t0, c0 = time.perf_counter(), time.process_time()
             facts = _ingest_bulk(memory, items)
             memory.flush()
@@ -380,7 +382,7 @@ def run_long(path: str | Path, *, per_type: int, embedder: Any, root: Path, prog
 def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
         assistant_speakers: Sequence[str | None] | None = None, variants: Sequence[Variant] = LME_VARIANTS,
         data_dir: str | Path | None = None, progress: Progress | None = None, long_per_type: int | None = None,
-        out_dir: Path | None = None, save: bool = True) -> dict[str, Any]:
+        out_dir: Path | None = None, save: bool = True, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run the LongMemEval benchmark and return (and write) its results.
 
     Args:
@@ -398,6 +400,7 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
             (:func:`run_long`); default 4 full, 2 quick, 0 for none.
         out_dir: results folder (default ``bench/results``).
         save: write ``longmemeval.json``.
+        settings: ``MemoryConfig`` fields for every memory built (e.g. ``vector_exact_below``).
     """
     from zep_core import Memory, MemoryConfig
     from zep_core.providers.local import LocalEmbedder
@@ -418,7 +421,8 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
     try:
         for n, speaker in enumerate(assistant_speakers):
             label = "zep" if n == 0 else f"zep[assistant_speaker={speaker!r}]"
-            base = MemoryConfig(data_dir=root / f"ingest{n}", embedder=embedder, assistant_speaker=speaker)
+            base = MemoryConfig(data_dir=root / f"ingest{n}", embedder=embedder, assistant_speaker=speaker,
+                                **(settings or {}))
             clock = AskedClock()
             with Memory(base, clock=clock) as memory:
                 t0 = time.perf_counter()
@@ -442,7 +446,7 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
         if long_per_type is None:
             long_per_type = QUICK_LONG_PER_TYPE if quick else LONG_PER_TYPE
         long = run_long(path, per_type=long_per_type, embedder=embedder, root=root,
-                        progress=progress) if long_per_type else None
+                        progress=progress, settings=settings) if long_per_type else None
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
