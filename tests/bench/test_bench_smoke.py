@@ -217,3 +217,36 @@ def test_the_tenants_bench_builds_and_measures_every_size(tmp_path):
     again = run_tenants(sizes=(12,), baseline=6, quiet=True, out_dir=tmp_path, keep=keep)["sizes"]
     assert again[0]["reused"] and again[0]["build_s"] == base["build_s"]
     assert "reused" not in again[1] and again[1]["facts_per_tenant_sampled"] == row["facts_per_tenant_sampled"]
+
+
+def test_a_kept_long_user_folder_is_measured_again_with_the_same_questions(tmp_path):
+    from bench.long_user import run_long_user
+    from bench.scale import remeasure
+
+    built = run_long_user(150, sample_episodes=10, bulk_episodes=10, n_queries=8, profile=False,
+                          data_dir=tmp_path / "data", out_dir=tmp_path / "results")
+    again = remeasure(tmp_path / "data", size=150, users=1, n_queries=8, out_dir=tmp_path / "results",
+                      name="long_user_remeasured")
+    [first], [row] = built["sizes"], again["sizes"]
+    assert row["facts"] >= first["facts"] and row["queries"] == 8 and row["ratio_to_floor"]["p95"] > 0
+    # the time line of every episode stored (the build's last sample came after its measures): not earlier
+    assert row["as_of"] >= first["as_of"] and row["get_context_as_of_cached_ms"]["p95"] > 0
+    assert json.loads(Path(again["path"]).read_text())["mode"] == "remeasured"
+
+
+def test_past_its_threshold_the_tenants_bench_replays_a_sample_of_the_embedder_calls(tmp_path, monkeypatch):
+    import bench.tenants as tenants
+    from bench.common import Progress
+
+    monkeypatch.setattr(tenants, "REPLAY_ALL_UP_TO", 4)
+    row = tenants.build(tmp_path / "data", 12, 7, Progress("t", quiet=True))
+    assert row["embedder_replay"] == "1 call in 3, scaled by the texts" and row["embedder_cpu_s"] > 0
+
+
+def test_the_benchmarks_build_their_memories_with_the_settings_given(tmp_path, embedder):
+    import sqlite3
+
+    run(_mini_locomo(tmp_path / "mini.json"), variants=(Variant("defaults"),), embedder=embedder,
+        data_dir=tmp_path / "data", save=False, settings={"vector_exact_below": 0})
+    with sqlite3.connect(tmp_path / "data" / "zep.db") as db:  # every user in Chroma: promoted at the first write
+        assert db.execute("SELECT user_id, state FROM vector_tiers").fetchall() == [("mini-1", "ready")]
