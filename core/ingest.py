@@ -42,7 +42,8 @@ from .errors import NotFoundError, ValidationError
 from .models import Entity, Episode, Fact, IngestResult, Message, coerce_messages, new_id
 from .providers.base import Embedder, ExtractedCorrection, Extraction, ExtractionContext, Extractor
 from .resolve import canonical_predicate, entity_id, input_aliases, is_first_person, speaker_of
-from .stores.records import RecordStore, StoredFact, iso
+from .stores.record_protocols import IngestRecords
+from .stores.records import StoredFact, iso
 from .sync import FactChange, IndexSync, OutboxOp
 from .temporal import (
     STATEMENT,
@@ -200,7 +201,7 @@ class Ingestor:
 
     """
 
-    def __init__(self, config: MemoryConfig, records: RecordStore, sync: IndexSync, embedder: Embedder,
+    def __init__(self, config: MemoryConfig, records: IngestRecords, sync: IndexSync, embedder: Embedder,
                  extractor: Extractor, clock: Callable[[], datetime], check_open: Callable[[], None]) -> None:
         self.config, self.records, self.sync = config, records, sync
         self.embedder, self.extractor = embedder, extractor

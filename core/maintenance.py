@@ -30,6 +30,7 @@ from .ingest import Ingestor
 from .providers.base import Embedder, Summarizer
 from .stores import Stores
 from .stores.base import RETIRED_VECTOR_KINDS, VECTOR_KINDS
+from .stores.record_protocols import MaintenanceRecords
 from .stores.records import iso
 from .sync import IndexSync
 from .tenant import Tenant
@@ -71,7 +72,8 @@ class Maintenance:
     def __init__(self, config: MemoryConfig, stores: Stores, sync: IndexSync, ingest: Ingestor,
                  embedder: Embedder, summarizer: Summarizer, clock: Callable[[], datetime]) -> None:
         self.config, self.sync, self.ingest = config, sync, ingest
-        self.records, self.vectors, self.graph = stores.records, stores.vectors, stores.graph
+        self.records: MaintenanceRecords = stores.records
+        self.vectors, self.graph = stores.vectors, stores.graph
         self.embedder, self.summarizer, self._now = embedder, summarizer, clock
 
     @property

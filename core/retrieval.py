@@ -44,7 +44,8 @@ from .providers.base import Embedder
 from .providers.timeparse import asked_window
 from .resolve import asks_what_the_assistant_said, input_aliases, mentions_first_person, mentions_second_person
 from .stores.base import GraphIndex, VectorIndex
-from .stores.records import RecordStore, iso
+from .stores.record_protocols import RetrievalRecords
+from .stores.records import iso
 from .stores.schema import fact_from_row
 from .temporal import normalize_name
 from .tenant import Tenant
@@ -283,7 +284,7 @@ class Retriever:
 
     """
 
-    def __init__(self, records: RecordStore, vectors: VectorIndex, graph: GraphIndex, embedder: Embedder,
+    def __init__(self, records: RetrievalRecords, vectors: VectorIndex, graph: GraphIndex, embedder: Embedder,
                  catch_up: Callable[[str], None], assistant: str | None = None) -> None:
         self.records, self.vectors, self.graph = records, vectors, graph
         self.embedder, self._catch_up, self._assistant = embedder, catch_up, assistant

@@ -50,7 +50,7 @@ from .errors import ValidationError
 from .ingest import Ingestor, validate_messages
 from .models import Fact, IngestResult, Message
 from .resolve import speaker_of
-from .stores.records import RecordStore
+from .stores.record_protocols import SessionRecords
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -69,7 +69,7 @@ UNLEARNED_ROLES = frozenset({"tool"})
 class SessionBuffer:
     """The chat turns of every session, kept in the record store until they become an episode."""
 
-    def __init__(self, config: MemoryConfig, records: RecordStore, ingest: Ingestor,
+    def __init__(self, config: MemoryConfig, records: SessionRecords, ingest: Ingestor,
                  clock: Callable[[], datetime]) -> None:
         self.config, self.records, self.ingest, self._now = config, records, ingest, clock
 

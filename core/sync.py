@@ -39,6 +39,7 @@ import numpy as np
 from .errors import StoreUnavailableError, ZepMemoryError
 from .stores import Stores
 from .stores.base import EntityNode, FactEdge
+from .stores.record_protocols import SyncRecords
 from .stores.records import iso
 from .tenant import Tenant
 from .workers import Failures
@@ -127,7 +128,8 @@ class IndexSync:
     """
 
     def __init__(self, stores: Stores, *, apply_at_commit: bool = False) -> None:
-        self.records, self.vectors, self.graph = stores.records, stores.vectors, stores.graph
+        self.records: SyncRecords = stores.records
+        self.vectors, self.graph = stores.vectors, stores.graph
         self.apply_at_commit = apply_at_commit
         self._write_lock = threading.RLock()  # writers: the update rules read, then write
         self._index_lock = threading.RLock()  # one outbox drain at a time; writers don't wait for it

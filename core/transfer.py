@@ -49,7 +49,8 @@ from .models import Entity, Episode, Fact, Message, to_utc
 from .providers.base import Embedder
 from .resolve import entity_id
 from .serialize import entity_to_dict, episode_to_dict, fact_to_dict, message_to_dict
-from .stores.records import RecordStore, StoredFact, iso
+from .stores.record_protocols import TransferRecords
+from .stores.records import StoredFact, iso
 from .sync import IndexSync, OutboxOp, unusable_vector
 from .tenant import Tenant
 from .validation import check_id, check_text
@@ -118,7 +119,7 @@ def _vector_from_text(text: Any) -> np.ndarray:
     return np.frombuffer(raw, dtype="<f4").astype(np.float32)
 
 
-def export_records(records: RecordStore, embedder: Embedder, user_id: str, *,
+def export_records(records: TransferRecords, embedder: Embedder, user_id: str, *,
                    embeddings: bool = False) -> Iterator[dict[str, Any]]:
     """Every record of a user as JSON-ready dicts, header first, in the export's fixed order.
 
@@ -215,7 +216,7 @@ class _Parsed:
         return Tenant.of(self.header["user_id"])
 
 
-def import_records(records: RecordStore, sync: IndexSync, embedder: Embedder, lines: Iterable[str], *,
+def import_records(records: TransferRecords, sync: IndexSync, embedder: Embedder, lines: Iterable[str], *,
                    replace: bool = False, user_id: str | None = None, data_dir: Path | None = None,
                    config: MemoryConfig | None = None) -> ImportReport:
     """Write an export back, as it was, without re-extraction, in one transaction.
@@ -531,7 +532,7 @@ def _needs_reembedding(embedder: Embedder, parsed: _Parsed) -> bool:
     return False
 
 
-def _check_free(records: RecordStore, parsed: _Parsed, replace: bool, data_dir: Path | None) -> None:
+def _check_free(records: TransferRecords, parsed: _Parsed, replace: bool, data_dir: Path | None) -> None:
     """Refuse to overwrite a user's memory, or ids that belong to another user (or to anyone, without replace)."""
     user = parsed.user
     if not replace and records.has_records(user):

@@ -3,7 +3,9 @@
 SQLite is the system of record (``records.py``); the vector index and the graph
 index are derived from it and can be rebuilt. Each index plugs in through a small
 protocol, so Chroma can be swapped for a Chroma server and Kùzu for its fork or a
-server graph without the domain code asking which backend it has.
+server graph without the domain code asking which backend it has. What each consumer
+needs of the record store is a Protocol of its own (:mod:`zep_core.stores.record_protocols`,
+re-exported here).
 """
 
 from __future__ import annotations
@@ -14,7 +16,20 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["EntityNode", "FactEdge", "GraphIndex", "VectorIndex", "VECTOR_KINDS", "RETIRED_VECTOR_KINDS"]
+from .record_protocols import (
+    GraphRecords,
+    IngestRecords,
+    MaintenanceRecords,
+    RetrievalRecords,
+    SessionRecords,
+    SyncRecords,
+    TransferRecords,
+    VectorTierRecords,
+)
+
+__all__ = ["EntityNode", "FactEdge", "GraphIndex", "VectorIndex", "VECTOR_KINDS", "RETIRED_VECTOR_KINDS",
+           "GraphRecords", "IngestRecords", "MaintenanceRecords", "RetrievalRecords", "SessionRecords", "SyncRecords",
+           "TransferRecords", "VectorTierRecords"]
 
 #: Collections kept per user: current facts, the hot path. Superseded facts are searched for
 #: ``as_of`` in SQLite, where their vectors are kept anyway (``RecordStore.history_search``).

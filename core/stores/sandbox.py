@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import QueryError
-from .records import RecordStore
+from .record_protocols import GraphRecords
 
 __all__ = ["CypherSandbox", "SandboxLimits"]
 
@@ -97,7 +97,7 @@ class CypherSandbox:
 
     """
 
-    def __init__(self, records: RecordStore, ddl: tuple[str, ...], work_dir: Path,
+    def __init__(self, records: GraphRecords, ddl: tuple[str, ...], work_dir: Path,
                  limits: SandboxLimits | None = None) -> None:
         self.records = records
         self.ddl = ddl

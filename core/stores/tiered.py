@@ -47,7 +47,7 @@ import numpy as np
 from ..errors import StoreError
 from ..tenant import Tenant, key
 from .base import RETIRED_VECTOR_KINDS, VECTOR_KINDS, VectorIndex
-from .records import RecordStore
+from .record_protocols import VectorTierRecords
 
 __all__ = ["TieredVectorIndex", "exact_search"]
 
@@ -98,7 +98,7 @@ class TieredVectorIndex:
 
     """
 
-    def __init__(self, records: RecordStore, open_chroma: Callable[[], VectorIndex], *, exact_below: int,
+    def __init__(self, records: VectorTierRecords, open_chroma: Callable[[], VectorIndex], *, exact_below: int,
                  max_open: int, chroma_path: Path | None = None) -> None:
         if not isinstance(exact_below, int) or exact_below < 0:
             raise StoreError(f"exact_below must be a whole number >= 0, got {exact_below!r}")

@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from zep_core import ConfigError, Memory, MemoryConfig, Message, NotFoundError
 from zep_core.stores.vectors import collection_name
+from zep_core.tenant import Tenant
 
 from tests.conftest import every_user_in_chroma
 from tests.core.fakes import HashEmbedder, ScriptedExtractor, said
@@ -64,7 +65,7 @@ def test_rebuild_recreates_chroma_and_kuzu_equal_to_before(memory):
     stores = memory._stores
 
     def indexed(u):
-        return stores.vectors.ids(u, "current"), stores.graph.snapshot(u)
+        return stores.vectors.ids(Tenant.of(u), "current"), stores.graph.snapshot(u)
 
     before = {u: indexed(u) for u in ("alice", "bob")}
     context_before = memory.context_block("Where does Alice live?", user_id="alice")
@@ -262,7 +263,7 @@ def test_an_old_folders_retired_collections_are_dropped_once_and_as_of_still_fin
     vectors = memory._stores.vectors
     unit = memory.embedder.embed_query("an old vector")[None, :]
     for kind in ("entity", "history"):  # what an older version left behind
-        vectors.upsert("alice", kind, ["old-" + kind], unit)
+        vectors.upsert(Tenant.of("alice"), kind, ["old-" + kind], unit)
     memory._stores.records.set_meta("retired_vectors", "dropped")  # the mark of a version that retired "entity" only
     memory.close()
 

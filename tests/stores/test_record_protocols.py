@@ -1,0 +1,48 @@
+"""The record store's seam: one Protocol per consumer, each what that consumer calls, each met by the SQLite store."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+from zep_core.stores import record_protocols
+from zep_core.stores.records import RecordStore
+
+CORE = Path(record_protocols.__file__).resolve().parents[1]
+CONSUMERS = {
+    "RetrievalRecords": "retrieval.py", "IngestRecords": "ingest.py", "SessionRecords": "sessions.py",
+    "SyncRecords": "sync.py", "VectorTierRecords": "stores/tiered.py", "GraphRecords": "stores/sandbox.py",
+    "MaintenanceRecords": "maintenance.py", "TransferRecords": "transfer.py",
+}
+
+
+def _methods(protocol: type) -> set[str]:
+    return {name for name, value in vars(protocol).items() if callable(value) and not name.startswith("_")}
+
+
+def test_every_protocol_has_its_consumer():
+    assert set(CONSUMERS) == set(record_protocols.__all__)
+
+
+@pytest.mark.parametrize("name", sorted(CONSUMERS))
+def test_a_protocol_lists_what_its_consumer_calls_and_nothing_else(name):
+    source = (CORE / CONSUMERS[name]).read_text()
+    called = {m for m in re.findall(r"records\.(\w+)\b", source) if hasattr(RecordStore, m)}
+    assert _methods(getattr(record_protocols, name)) == called
+
+
+@pytest.mark.parametrize("name", sorted(CONSUMERS))
+def test_the_sqlite_store_meets_each_protocol_with_the_same_signatures(name, tmp_path):
+    protocol = getattr(record_protocols, name)
+    store = RecordStore(tmp_path / "zep.db")
+    try:
+        assert isinstance(store, protocol)
+    finally:
+        store.close()
+    for method in _methods(protocol):
+        wanted = inspect.signature(getattr(protocol, method))
+        given = inspect.signature(getattr(RecordStore, method))
+        assert [(p.name, p.kind, p.default) for p in wanted.parameters.values()] == [
+            (p.name, p.kind, p.default) for p in given.parameters.values()], method
