@@ -46,7 +46,7 @@ from .resolve import asks_what_the_assistant_said, input_aliases, mentions_first
 from .stores.base import GraphIndex, VectorIndex
 from .stores.record_protocols import RetrievalRecords
 from .stores.records import iso
-from .stores.schema import fact_from_row
+from .stores.schema import RankingRow, fact_from_row
 from .temporal import normalize_name
 from .tenant import Tenant
 from .validation import check_limit, check_text
@@ -245,7 +245,6 @@ def newer_first(ranked: Sequence[Scored], vectors: Mapping[str, Any], subjects: 
 #: At most this many facts are read to find the graph candidates (then ranked by match).
 _GRAPH_SCAN = 20_000
 #: Columns of :meth:`RecordStore.ranking_rows`: the fact's columns, its rowid and vector.
-_ID, _SUBJECT, _FROM, _UNTIL, _SUPERSEDED, _SUBJECT_ID, _OBJECT_ID, _ROWID, _VECTOR = 0, 3, 8, 9, 10, 14, 15, 16, 17
 
 
 #: The threads queries are embedded in while their words are looked up (created on demand): as many as
@@ -259,13 +258,6 @@ _QUERY_POOL = SharedPool(QUERY_EMBED_THREADS, "zep-query-embed")
 def _query_thread() -> ThreadPoolExecutor:
     """The process's query-embedding threads, shared by every memory."""
     return _QUERY_POOL.get()
-
-
-def _holds(row: tuple, as_of: str | None) -> bool:
-    """Whether a ranking row is current (``as_of`` None) or valid at ``as_of``, on the stored ISO strings."""
-    if as_of is None:
-        return row[_UNTIL] is None and row[_SUPERSEDED] is None
-    return row[_FROM] <= as_of and (row[_UNTIL] is None or as_of < row[_UNTIL])
 
 
 class Retriever:
@@ -325,17 +317,17 @@ class Retriever:
             ids.update(self.records.facts_touching(user, list(set().union(*frontiers)), as_of=as_of,
                                                    limit=_GRAPH_SCAN))
         rows = self.records.ranking_rows(user, list(ids), rowids=[r for r, _ in words])
-        by_rowid = {r[_ROWID]: r[_ID] for r in rows}
+        by_rowid = {r.rowid: r.fact.id for r in rows}
         lexical = {by_rowid[r]: score for r, score in words if r in by_rowid}
-        valid = {r[_ID]: r for r in rows if _holds(r, as_of)}  # re-checked: Chroma may be behind SQLite
+        valid = {r.fact.id: r for r in rows if r.fact.holds(as_of)}  # re-checked: Chroma may be behind SQLite
         graph = self._graph_scores(valid, frontiers, scoring, vector, capped=whole_graph)
         for fid in (set(graph) | set(lexical)) - set(semantic):
             if fid in valid:
-                semantic[fid] = float(valid[fid][_VECTOR] @ vector)
-        recency = {i: r[_FROM] for i, r in valid.items()}
-        asker = {i for i in graph if {valid[i][_SUBJECT_ID], valid[i][_OBJECT_ID]} & asker_ids}
+                semantic[fid] = float(valid[fid].vector @ vector)
+        recency = {i: r.fact.valid_from for i, r in valid.items()}
+        asker = {i for i in graph if {valid[i].fact.subject_id, valid[i].fact.object_id} & asker_ids}
         start, end = query.window or ("", "")
-        in_window = {i for i, r in valid.items() if start <= r[_FROM] < end}
+        in_window = {i for i, r in valid.items() if start <= r.fact.valid_from < end}
         ranked = score_candidates({i: s for i, s in semantic.items() if i in valid}, graph, scoring,
                                   lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker,
                                   recency=recency, in_window=in_window)
@@ -343,14 +335,14 @@ class Retriever:
         older: dict[str, str] = {}
         if scoring.newer_first_similarity < 1.0 and len(ranked) > 1:
             top = [s.fact_id for s in ranked]
-            ranked, older = newer_first(ranked, {i: valid[i][_VECTOR] for i in top},
-                                        {i: valid[i][_SUBJECT].casefold() for i in top}, recency,
+            ranked, older = newer_first(ranked, {i: valid[i].vector for i in top},
+                                        {i: valid[i].fact.subject.casefold() for i in top}, recency,
                                         scoring.newer_first_similarity)
         # the facts are built from the rows they were ranked by: one read, nothing to check again
-        out = [fact_from_row(valid[s.fact_id]).with_scores(
+        out = [fact_from_row(valid[s.fact_id].fact).with_scores(
                    round(s.score, 6), round(s.semantic, 6), s.graph, lexical=round(s.lexical, 6),
                    newer=older.get(s.fact_id)) for s in ranked[: scoring.context_limit]]
-        entity_ids = [e for f in out for e in (valid[f.id][_SUBJECT_ID], valid[f.id][_OBJECT_ID]) if e]
+        entity_ids = [e for f in out for e in (valid[f.id].fact.subject_id, valid[f.id].fact.object_id) if e]
         return out, list(dict.fromkeys(entity_ids))
 
     def _nearest(self, user: str, text: str, k: int) -> tuple[Any, list[tuple[str, float]]]:
@@ -391,7 +383,7 @@ class Retriever:
         return frontiers, asker_ids
 
     @staticmethod
-    def _graph_scores(valid: Mapping[str, tuple], frontiers: Sequence[set[str]], scoring: ScoringSettings,
+    def _graph_scores(valid: Mapping[str, RankingRow], frontiers: Sequence[set[str]], scoring: ScoringSettings,
                       vector: Any, *, capped: bool) -> dict[str, float]:
         """Hop score of each candidate that touches an entity of a frontier (the nearest one counts).
 
@@ -404,11 +396,11 @@ class Retriever:
         scores: dict[str, float] = {}
         for fid, row in valid.items():
             for hop, frontier in enumerate(frontiers):
-                if row[_SUBJECT_ID] in frontier or row[_OBJECT_ID] in frontier:
+                if row.fact.subject_id in frontier or row.fact.object_id in frontier:
                     scores[fid] = scoring.hop_scores[hop]
                     break
         if capped and len(scores) > scoring.graph_candidates:
-            cos = {i: float(valid[i][_VECTOR] @ vector) for i in scores}
+            cos = {i: float(valid[i].vector @ vector) for i in scores}
             keep = sorted(scores, key=lambda i: (scores[i], cos[i]), reverse=True)[: scoring.graph_candidates]
             scores = {i: scores[i] for i in keep}
         return scores

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from ..models import Entity, Episode, Fact, Message
     from ..tenant import Tenant
-    from .schema import StoredFact
+    from .schema import RankingRow, StoredFact
 
 __all__ = ["GraphRecords", "IngestRecords", "MaintenanceRecords", "RetrievalRecords", "SessionRecords",
            "SyncRecords", "TransferRecords", "VectorTierRecords"]
@@ -50,7 +50,8 @@ class RetrievalRecords(Protocol):
                    limit: int = 200) -> set[str]:
         """Entities one hop from ``entity_ids`` over the user's current (or as-of) facts."""
 
-    def ranking_rows(self, tenant: Tenant, ids: Sequence[str] = (), *, rowids: Sequence[int] = ()) -> list[tuple]:
+    def ranking_rows(self, tenant: Tenant, ids: Sequence[str] = (), *,
+                     rowids: Sequence[int] = ()) -> list[RankingRow]:
         """Some facts of one user, by id or by rowid, as plain values: what ranking needs, and the fact itself."""
 
 

@@ -11,15 +11,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..models import Entity, Fact, to_utc, unchecked
 from ..tenant import Tenant
 
-__all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "StoredFact", "blob", "entity_from_row", "fact_from_row",
-           "iso", "parse_time"]
+__all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "FactRow", "RankingRow", "StoredFact", "blob",
+           "entity_from_row", "fact_from_row", "fact_row", "iso", "parse_time"]
 
 #: Bumped whenever a table changes; a folder from a newer version is refused, an older
 #: one is migrated on open. 2: the lexical index ``facts_fts`` (:mod:`zep_core.stores.fts`).
@@ -126,10 +126,52 @@ CREATE INDEX IF NOT EXISTS session_messages_waiting
     ON session_messages(user_id, session_id, seq) WHERE episode_id IS NULL;
 """
 
-FACT_COLUMNS = (
-    "id, user_id, episode_id, subject, predicate, object, content, confidence, valid_from, "
-    "valid_until, superseded_by, created_at, expired_at, source_message_ids, subject_id, object_id"
-)
+class FactRow(NamedTuple):
+    """A fact row as the tables hold it: the one place its columns and their order are written.
+
+    Times are the stored ISO strings (:func:`iso`: string order is time order), the source
+    message ids a JSON list.
+    """
+
+    id: str
+    user_id: str
+    episode_id: str | None
+    subject: str
+    predicate: str
+    object: str
+    content: str
+    confidence: float
+    valid_from: str
+    valid_until: str | None
+    superseded_by: str | None
+    created_at: str | None
+    expired_at: str | None
+    source_message_ids: str
+    subject_id: str
+    object_id: str | None
+
+    @property
+    def current(self) -> bool:
+        """Whether the fact holds now (no end, nothing superseded it)."""
+        return self.valid_until is None and self.superseded_by is None
+
+    def holds(self, as_of: str | None) -> bool:
+        """Current (``as_of`` None), or valid at the stored time ``as_of``, compared as stored strings."""
+        if as_of is None:
+            return self.current
+        return self.valid_from <= as_of and (self.valid_until is None or as_of < self.valid_until)
+
+
+class RankingRow(NamedTuple):
+    """A fact row with its rowid and its vector (a read-only float32 array over the stored blob): what ranking reads."""
+
+    fact: FactRow
+    rowid: int
+    vector: np.ndarray
+
+
+#: The fact columns in :class:`FactRow`'s order, for ``SELECT``.
+FACT_COLUMNS = ", ".join(FactRow._fields)
 
 
 def iso(value: datetime | None) -> str | None:
@@ -161,17 +203,27 @@ class StoredFact:
     embedding: np.ndarray
 
 
+def fact_row(row: Sequence[Any]) -> FactRow:
+    """The :class:`FactRow` at the start of a row read with :data:`FACT_COLUMNS` first."""
+    return row if type(row) is FactRow else FactRow._make(row[:_FACT_WIDTH])
+
+
+_FACT_WIDTH = len(FactRow._fields)
+
+
 def fact_from_row(row: Sequence[Any], **scores: Any) -> Fact:
     """A Fact from a row of :data:`FACT_COLUMNS` (and retrieval ``scores``), not checked again.
 
     Every stored fact was checked when it was written, so the row is trusted
     (:func:`~zep_core.models.unchecked`): reading back costs no validation.
     """
+    r = fact_row(row)
     return unchecked(
-        Fact, id=row[0], user_id=Tenant.stored(row[1]), episode_id=row[2], subject=row[3], predicate=row[4],
-        object=row[5], content=row[6], confidence=float(row[7]), valid_from=parse_time(row[8]),
-        valid_until=parse_time(row[9]), superseded_by=row[10], created_at=parse_time(row[11]),
-        expired_at=parse_time(row[12]), source_message_ids=tuple(json.loads(row[13])), **scores)
+        Fact, id=r.id, user_id=Tenant.stored(r.user_id), episode_id=r.episode_id, subject=r.subject,
+        predicate=r.predicate, object=r.object, content=r.content, confidence=float(r.confidence),
+        valid_from=parse_time(r.valid_from), valid_until=parse_time(r.valid_until), superseded_by=r.superseded_by,
+        created_at=parse_time(r.created_at), expired_at=parse_time(r.expired_at),
+        source_message_ids=tuple(json.loads(r.source_message_ids)), **scores)
 
 
 def entity_from_row(row: Sequence[Any], aliases: Sequence[str] = ()) -> Entity:

@@ -21,6 +21,7 @@ from ..schema import (
     FACT_COLUMNS,
     SCHEMA,
     SCHEMA_VERSION,
+    fact_row,
     parse_time,
 )
 
@@ -258,7 +259,7 @@ def _lacks_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
 
 def _storage_order(row: Sequence[Any]) -> tuple[str, int]:
     """A fact row (:data:`FACT_COLUMNS` then ``rowid``) ordered by subject id, then as stored."""
-    return row[14], row[-1]
+    return fact_row(row).subject_id, row[-1]
 
 
 def _extra_text(message: Message) -> str | None:

@@ -18,6 +18,7 @@ from ..schema import (
     StoredFact,
     blob,
     fact_from_row,
+    fact_row,
     iso,
     parse_time,
 )
@@ -155,8 +156,8 @@ class FactRows(Connection):
         """Facts of one user by id, with entity ids and vectors (what the outbox writes to the indexes)."""
         rows = self._rows_in(f"SELECT {FACT_COLUMNS}, embedding FROM facts INDEXED BY facts_key WHERE user_id = ? "
                              "AND id IN ({ids})", ids, [key(tenant)])
-        return {row[0]: StoredFact(fact_from_row(row), row[14], row[15], np.frombuffer(row[16], dtype=np.float32))
-                for row in rows}
+        return {f.id: StoredFact(fact_from_row(f), f.subject_id, f.object_id, np.frombuffer(row[-1], dtype=np.float32))
+                for row in rows for f in [fact_row(row)]}
 
     def iter_fact_ids(self, tenant: Tenant, batch: int = 2000) -> Iterator[list[str]]:
         """Every fact id of one user, in batches (for rebuilds, checks and exports)."""
@@ -277,7 +278,7 @@ class FactRows(Connection):
             f"({','.join('?' * len(subject_ids))}) AND valid_until IS NULL AND superseded_by IS NULL AND ("
             + " OR ".join(["instr(source_message_ids, ?) > 0"] * len(needles)) + ")", [user_id, *subject_ids, *needles])
         return [fact_from_row(r) for r in sorted(rows, key=_storage_order)
-                if r[0] not in exclude and wanted & set(json.loads(r[13]))]
+                if r[0] not in exclude and wanted & set(json.loads(fact_row(r).source_message_ids))]
 
     def entity_history(self, tenant: Tenant, entity_id: str) -> list[Fact]:
         """Every fact with the entity as subject or object, by valid_from ascending."""

@@ -11,20 +11,21 @@ import numpy as np
 from ...errors import StoreError
 from ...tenant import Tenant, key
 from .. import fts
-from ..schema import (
-    FACT_COLUMNS,
-)
+from ..schema import FACT_COLUMNS, FactRow, RankingRow, fact_row
 from .connection import (
     _BY_LEXICAL_ROW,
     _MAX_STEMS,
     Connection,
 )
 
+_ROWID = len(FactRow._fields)  # the rowid follows the fact's columns, then the vector
+
 
 class SearchRows(Connection):
     """What retrieval reads: the lexical ranking, candidate rows, graph hops and the history's vectors."""
 
-    def ranking_rows(self, tenant: Tenant, ids: Sequence[str] = (), *, rowids: Sequence[int] = ()) -> list[tuple]:
+    def ranking_rows(self, tenant: Tenant, ids: Sequence[str] = (), *,
+                     rowids: Sequence[int] = ()) -> list[RankingRow]:
         """Some facts of one user, by id or by rowid, as plain values: what ranking needs, and the fact itself.
 
         Rows are the :data:`~zep_core.stores.schema.FACT_COLUMNS`, then the rowid, then the
@@ -39,10 +40,10 @@ class SearchRows(Connection):
         rows = self._rows_in(f"SELECT {columns} FROM facts INDEXED BY facts_key WHERE user_id = ? AND id IN ({{ids}})",
                              ids, [user_id]) if ids else []
         if rowids:
-            seen = {r[16] for r in rows}
+            seen = {r[_ROWID] for r in rows}
             rows += self._rows_in(_BY_LEXICAL_ROW.format(columns=columns), [r for r in rowids if r not in seen],
                                   [user_id])
-        return [(*r[:17], np.frombuffer(r[17], dtype=np.float32)) for r in rows]
+        return [RankingRow(fact_row(r), r[_ROWID], np.frombuffer(r[_ROWID + 1], dtype=np.float32)) for r in rows]
 
     def neighbours(self, tenant: Tenant, entity_ids: Sequence[str], *, as_of: str | None = None,
                    limit: int = 200) -> set[str]:
