@@ -40,7 +40,7 @@ from .errors import StoreUnavailableError, ZepMemoryError
 from .stores import Stores
 from .stores.base import EntityNode, FactEdge
 from .stores.record_protocols import SyncRecords
-from .stores.records import iso
+from .stores.records import StoredFact, iso
 from .tenant import Tenant
 from .workers import Failures
 
@@ -388,17 +388,15 @@ class IndexSync:
         by_user: dict[Tenant, list[OutboxOp]] = {}
         for _, op in rows:
             by_user.setdefault(op.user_id, []).append(op)
-        left_entities: dict[str, str] = {}
-        left_facts: dict[str, str] = {}
-        for user, ops in by_user.items():  # each user's entities, then their facts (an edge needs its ends)
-            left_entities.update(self.sync_entities(user, [op.ref_id for op in ops
-                                                           if op.kind is OpKind.ENTITY and op.ref_id]))
-            changes: dict[str, set[FactChange]] = {}
+        entities = {user: [op.ref_id for op in ops if op.kind is OpKind.ENTITY and op.ref_id]
+                    for user, ops in by_user.items()}
+        changes: dict[Tenant, dict[str, set[FactChange]]] = {}
+        for user, ops in by_user.items():
             for op in ops:
                 if op.kind is OpKind.FACT and op.ref_id:
-                    changes.setdefault(op.ref_id, set()).add(op.change or FactChange.SYNC)
-            if changes:
-                left_facts.update(self.sync_facts(user, changes))
+                    changes.setdefault(user, {}).setdefault(op.ref_id, set()).add(op.change or FactChange.SYNC)
+        left_entities = self.sync_entities(entities)  # every entity first: an edge needs its ends
+        left_facts = self.sync_facts(changes) if changes else {}
         out: list[_LeftOut] = []
         for row in rows:
             why = (left_entities if row[1].kind is OpKind.ENTITY else left_facts).get(row[1].ref_id or "")
@@ -426,8 +424,8 @@ class IndexSync:
         dim = identity.rpartition("|")[2]
         return int(dim) if dim.isdigit() else None
 
-    def sync_entities(self, user: Tenant, ids: Sequence[str]) -> dict[str, str]:
-        """Make the graph index hold these entities of a user as SQLite has them.
+    def sync_entities(self, ids: Mapping[Tenant, Sequence[str]]) -> dict[str, str]:
+        """Make the graph index hold these entities (by user) as SQLite has them.
 
         An entity is a node of the graph and nothing in the vector index: nothing read
         entity-name vectors there, so they are no longer written (SQLite keeps each
@@ -437,13 +435,14 @@ class IndexSync:
             Entities that could not be indexed, each with why (none: a node always can be).
 
         """
-        rows = self.records.entity_rows(user, list(dict.fromkeys(ids))) if ids else []
-        if rows:
+        rows = [row for user, mine in ids.items() if mine
+                for row in self.records.entity_rows(user, list(dict.fromkeys(mine)))]  # each user's, under them
+        if rows:  # one graph write for every user's: a write costs the graph milliseconds, whatever its size
             self.graph.upsert_entities(EntityNode(e.id, e.user_id, e.name, e.entity_type) for e, _ in rows)
         return {}
 
-    def sync_facts(self, user: Tenant, changes: Mapping[str, set[FactChange]]) -> dict[str, str]:
-        """Make Chroma and Kùzu hold each fact of a user as SQLite has it now.
+    def sync_facts(self, changes: Mapping[Tenant, Mapping[str, set[FactChange]]]) -> dict[str, str]:
+        """Make Chroma and Kùzu hold each fact (by user) as SQLite has it now.
 
         Chroma holds the vectors of current facts only: a retired fact's vector leaves it
         (``as_of`` finds superseded facts in SQLite). The change only says which work can
@@ -452,42 +451,26 @@ class IndexSync:
         not finite or not of the embedder's dimension, an edge to an entity that is not
         stored — is left out, and the rest of the fact indexed.
 
+        Each user's facts and entities are read under that user; the graph is written once
+        for all of them.
+
         Returns:
             Facts left out (wholly or in part), each with why.
 
         """
-        if not changes:
-            return {}
-        stored = self.records.stored_facts(user, list(changes))
         dimension = self._dimension()
-        known = self.records.known_ids(user, "entities",
-                                       [i for s in stored.values() for i in (s.subject_id, s.object_id) if i])
         upserts: dict[tuple[str, str], list[tuple[str, np.ndarray]]] = {}
         deletes: dict[tuple[str, str], list[str]] = {}
         edges: list[FactEdge] = []
         left_out: dict[str, str] = {}
-        for fid, kinds in changes.items():
-            s = stored.get(fid)
-            if s is None:
-                continue
-            f = s.fact
-            if f.is_current and kinds != {FactChange.TOUCH}:
-                why = unusable_vector(s.embedding, dimension)
-                if why:
-                    left_out[fid] = _vector_left_out(why)
-                else:
-                    upserts.setdefault((f.user_id, "current"), []).append((fid, s.embedding))
-            if not f.is_current and kinds & {FactChange.RETIRE, FactChange.SYNC}:
-                deletes.setdefault((f.user_id, "current"), []).append(fid)
-            gone = [f"{role} entity {eid!r}" for role, eid in (("subject", s.subject_id), ("object", s.object_id))
-                    if eid and eid not in known]
-            if gone:
-                left_out[fid] = "; ".join(filter(None, [left_out.get(fid), (
-                    f"its {' and '.join(gone)} is not stored for user {f.user_id!r}, so its graph edge is left "
-                    "out; import the user again from a corrected export, or forget it")]))
-            elif s.object_id:
-                edges.append(FactEdge(fid, f.user_id, s.subject_id, s.object_id, f.predicate,
-                                      iso(f.valid_from), iso(f.valid_until), f.is_current))
+        for user, mine in changes.items():
+            stored = self.records.stored_facts(user, list(mine))
+            known = self.records.known_ids(user, "entities",
+                                           [i for s in stored.values() for i in (s.subject_id, s.object_id) if i])
+            for fid, kinds in mine.items():
+                s = stored.get(fid)
+                if s is not None:
+                    self._fact_writes(s, kinds, known, dimension, upserts, deletes, edges, left_out)
         for (user, kind), ids in deletes.items():
             self.vectors.delete(user, kind, ids)
         for (user, kind), items in upserts.items():
@@ -495,6 +478,31 @@ class IndexSync:
         if edges:
             self.graph.upsert_facts(edges)
         return left_out
+
+    @staticmethod
+    def _fact_writes(s: StoredFact, kinds: set[FactChange], known: set[str], dimension: int | None,
+                     upserts: dict[tuple[str, str], list[tuple[str, np.ndarray]]],
+                     deletes: dict[tuple[str, str], list[str]], edges: list[FactEdge],
+                     left_out: dict[str, str]) -> None:
+        """What one stored fact needs of the indexes, added to the writes (or to what is left out, with why)."""
+        f, fid = s.fact, s.fact.id
+        if f.is_current and kinds != {FactChange.TOUCH}:
+            why = unusable_vector(s.embedding, dimension)
+            if why:
+                left_out[fid] = _vector_left_out(why)
+            else:
+                upserts.setdefault((f.user_id, "current"), []).append((fid, s.embedding))
+        if not f.is_current and kinds & {FactChange.RETIRE, FactChange.SYNC}:
+            deletes.setdefault((f.user_id, "current"), []).append(fid)
+        gone = [f"{role} entity {eid!r}" for role, eid in (("subject", s.subject_id), ("object", s.object_id))
+                if eid and eid not in known]
+        if gone:
+            left_out[fid] = "; ".join(filter(None, [left_out.get(fid), (
+                f"its {' and '.join(gone)} is not stored for user {f.user_id!r}, so its graph edge is left "
+                "out; import the user again from a corrected export, or forget it")]))
+        elif s.object_id:
+            edges.append(FactEdge(fid, f.user_id, s.subject_id, s.object_id, f.predicate,
+                                  iso(f.valid_from), iso(f.valid_until), f.is_current))
 
     # -- rebuilding ------------------------------------------------------------------
 
@@ -531,12 +539,21 @@ class IndexSync:
             for kind, table, op in (("entities", "entities", OutboxOp.entity),
                                     ("facts", "facts", lambda u, i: OutboxOp.fact(u, i, FactChange.ADD))):
                 ids_iter = self.records.iter_entity_ids if kind == "entities" else self.records.iter_fact_ids
+                rows: list[_Row] = []  # each user's ids, read under that user; applied batch_size at a time
                 for user in users:
                     for ids in ids_iter(user, batch=batch_size):
-                        left_out += self._apply_isolated([(None, op(user, i)) for i in ids])
-                        counts[kind] += len(ids)
-                        if progress is not None:
-                            progress(kind, counts[kind], totals[table])
+                        rows += [(None, op(user, i)) for i in ids]
+                        if len(rows) >= batch_size:
+                            left_out += self._apply_isolated(rows)
+                            counts[kind] += len(rows)
+                            rows = []
+                            if progress is not None:
+                                progress(kind, counts[kind], totals[table])
+                if rows:
+                    left_out += self._apply_isolated(rows)
+                    counts[kind] += len(rows)
+                    if progress is not None:
+                        progress(kind, counts[kind], totals[table])
             with self.records.transaction():
                 self.records.clear_quarantine()  # what is left out now is all that stays quarantined
                 self._quarantine(left_out)

@@ -384,7 +384,7 @@ def test_a_rebuild_cut_short_by_a_crash_is_resumed_on_the_next_open(tmp_path):
             memory.conversation_end("s", [Message("I live in Rome.", name=name), Message("I like tea.", name=name)],
                                     user_id=user)
         from zep_core.sync import IndexSync
-        IndexSync.sync_facts = lambda self, user, changes: os._exit(0)  # die after the indexes were emptied
+        IndexSync.sync_facts = lambda self, changes: os._exit(0)  # die after the indexes were emptied
         memory.rebuild()
     """)
     env = dict(os.environ, PYTHONPATH=str(ROOT), ORT_DISABLE_TELEMETRY="1")
