@@ -9,8 +9,9 @@ in the same process, and prints the rows side by side. Exact search returns the 
 nearest vectors, HNSW approximate ones, so the tiers can only move a row where Chroma
 missed a neighbour.
 
-Run: ``python -m bench.tiers_retrieval [--quick] [--long-per-type N]`` (quick: about 8 minutes
-here; full: about five times that). Writes ``bench/results/tiers_retrieval.json``.
+Run: ``python -m bench.tiers_retrieval [--quick] [--long-per-type N]`` (here: quick about 8
+minutes, full about 30, full without the long histories about 6). Writes
+``bench/results/tiers_retrieval.json``.
 """
 
 from __future__ import annotations
