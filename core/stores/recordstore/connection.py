@@ -176,6 +176,17 @@ class Connection:
             out += self._rows(sql.replace("{ids}", ",".join("?" * len(chunk))), [*before, *chunk])
         return out
 
+    def _ids_by_key(self, table: str, user_id: str, batch: int) -> Iterator[list[str]]:
+        """Every id of one user's rows of ``table`` (``facts``, ``entities``), in batches, by ``{table}_key``."""
+        last = ""
+        while True:
+            rows = self._rows(f"SELECT id FROM {table} INDEXED BY {table}_key WHERE user_id = ? AND id > ? "
+                              "ORDER BY id LIMIT ?", [user_id, last, batch])
+            if not rows:
+                return
+            yield [r[0] for r in rows]
+            last = rows[-1][0]
+
     def _fill_object_keys(self, batch: int = 5000) -> None:
         """Set ``object_key`` of the facts that have none (a migrated folder), a batch at a time."""
         while True:

@@ -64,14 +64,7 @@ class EntityRows(Connection):
 
     def iter_entity_ids(self, tenant: Tenant, batch: int = 2000) -> Iterator[list[str]]:
         """Every entity id of one user, in batches."""
-        user_id, last = key(tenant), ""
-        while True:
-            rows = self._rows("SELECT id FROM entities INDEXED BY entities_key WHERE user_id = ? AND id > ? "
-                              "ORDER BY id LIMIT ?", [user_id, last, batch])
-            if not rows:
-                return
-            yield [r[0] for r in rows]
-            last = rows[-1][0]
+        return self._ids_by_key("entities", key(tenant), batch)
 
     def entity_changed_at(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, str | None]:
         """When each of a user's entities last changed (its refresh mark), as stored (for export)."""

@@ -127,8 +127,10 @@ class FactRows(Connection):
               iso(f.expired_at), json.dumps(list(f.source_message_ids)), f.user_id, f.id)
              for f in facts])
         by_user: dict[str, dict[int, tuple[int, str | None, str | None]]] = {}
-        for user in dict.fromkeys(f.user_id for f in facts):
-            mine = [f for f in facts if f.user_id == user]
+        per_user: dict[str, list[Fact]] = {}
+        for f in facts:
+            per_user.setdefault(f.user_id, []).append(f)
+        for user, mine in per_user.items():
             rowids = dict(self._rows_in("SELECT id, rowid FROM facts INDEXED BY facts_key WHERE user_id = ? "
                                         "AND id IN ({ids})", [f.id for f in mine], [user]))
             for f in mine:
@@ -161,14 +163,7 @@ class FactRows(Connection):
 
     def iter_fact_ids(self, tenant: Tenant, batch: int = 2000) -> Iterator[list[str]]:
         """Every fact id of one user, in batches (for rebuilds, checks and exports)."""
-        user_id, last = key(tenant), ""
-        while True:
-            rows = self._rows("SELECT id FROM facts INDEXED BY facts_key WHERE user_id = ? AND id > ? "
-                              "ORDER BY id LIMIT ?", [user_id, last, batch])
-            if not rows:
-                return
-            yield [r[0] for r in rows]
-            last = rows[-1][0]
+        return self._ids_by_key("facts", key(tenant), batch)
 
     def fact_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of some facts of one user."""
