@@ -27,3 +27,9 @@ def test_wheel_builds_without_setuptools_warnings_and_carries_the_model(tmp_path
     # typed packages (PEP 561) and the license travel with the wheel
     assert {"zep_core/py.typed", "zep_langchain/py.typed", "zep_llamaindex/py.typed"} <= names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    # every module of the source tree is in the wheel (a subpackage left out of pyproject's
+    # list installs fine in editable mode and breaks `import zep_core` from the wheel)
+    sources = {f"zep_core/{p.relative_to(ROOT / 'core').as_posix()}" for p in (ROOT / "core").rglob("*.py")}
+    for package in ("zep_langchain", "zep_llamaindex"):
+        sources |= {p.relative_to(ROOT).as_posix() for p in (ROOT / package).rglob("*.py")}
+    assert sorted(sources - names) == []
