@@ -70,3 +70,21 @@ def make_memory(tmp_path, embedder, clock):
 @pytest.fixture
 def memory(make_memory) -> Memory:
     return make_memory()
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A real PostgreSQL with pgvector for the session (:mod:`tests.pg`)."""
+    from tests.pg import start_server
+
+    return start_server(tmp_path_factory.mktemp("postgres") / "data")
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """The URL of a new, empty database on the session's PostgreSQL, dropped after the test."""
+    from tests.pg import drop_database, fresh_database
+
+    url = fresh_database(pg_server)
+    yield url
+    drop_database(pg_server, url)

@@ -1,0 +1,18 @@
+"""The record store on PostgreSQL (+ pgvector): the same Protocols as the SQLite store, row-level security per tenant.
+
+Opened by a ``postgresql://`` URL. Needs the ``postgres`` extra (``psycopg``, ``pgvector``),
+imported only here. :mod:`.schema` says how the tables, the roles and the migrations are laid
+out; :mod:`.connection` how each statement is scoped to one tenant.
+"""
+
+from __future__ import annotations
+
+from .connection import STORE, public_url
+from .schema import SCHEMA_VERSION, TENANT_TABLES
+from .users import PgUserRows
+
+__all__ = ["STORE", "SCHEMA_VERSION", "TENANT_TABLES", "PgRecordStore", "public_url"]
+
+
+class PgRecordStore(PgUserRows):
+    """The PostgreSQL record store: its jobs over one connection (users, episodes and sessions so far)."""

