@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["COMMON_MIN_ROWS", "SCHEMA", "SCRATCH", "STOPWORDS", "TABLE_PREFIX", "idf", "postings_df",
+__all__ = ["COMMON_MIN_ROWS", "SCHEMA", "SCRATCH", "STOPWORDS", "TABLE_PREFIX", "Tokenizer", "idf", "postings_df",
            "query_terms", "ranking_sql"]
 
 #: The names of the per-user FTS5 tables of folders before schema version 6 (dropped on open).
@@ -220,3 +220,56 @@ def query_terms(text: str, max_terms: int = 64) -> list[str]:
     """The words of ``text`` worth looking up: casefolded, deduplicated, no stopwords, at most ``max_terms``."""
     words = dict.fromkeys(w.casefold() for w in _WORD.findall(text))
     return [w for w in words if w not in STOPWORDS][:max_terms]
+
+
+class Tokenizer:
+    """FTS5's tokenizer for a store that is not SQLite: the terms and counts the lexical tables hold.
+
+    A private in-memory SQLite connection with the :data:`SCRATCH` tables (nothing on disk):
+    the index texts go through the same FTS5 table and ``fts5vocab`` reads as the SQLite
+    store's own connection does, so a PostgreSQL store's lexical rows, and the BM25 scores of
+    :func:`ranking_sql`'s statement there, are the SQLite store's.
+    """
+
+    def __init__(self) -> None:
+        import sqlite3
+        import threading
+
+        self._conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self._conn.executescript(SCRATCH)
+        self._lock = threading.Lock()
+        self._stems: dict[str, tuple[str, ...]] = {}
+
+    def counts(self, texts: list[tuple[int, str, str]]) -> dict[int, dict[str, tuple[int, int]]]:
+        """``{doc: {term: (hits in the text, hits in the context)}}`` of ``(doc, text, context)`` rows."""
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.executemany("INSERT INTO temp.lexical_scratch(rowid, text, context) VALUES (?, ?, ?)", texts)
+                conn.execute(COUNT_SQL)
+                out: dict[int, dict[str, tuple[int, int]]] = {doc: {} for doc, _, _ in texts}
+                for doc, term, tf_text, tf_context in conn.execute(
+                        "SELECT doc, term, tf_text, tf_context FROM temp.lexical_counts"):
+                    out[doc][term] = (tf_text, tf_context)
+                return out
+            finally:
+                for statement in CLEAR_SQL:
+                    conn.execute(statement)
+
+    def terms_of(self, words: list[str]) -> list[str | None]:
+        """Each word's term (its Porter stem), None where the tokenizer makes none or a phrase of several."""
+        with self._lock:
+            missing = [w for w in dict.fromkeys(words) if w not in self._stems]
+            if missing:
+                if len(self._stems) + len(missing) > 50_000:
+                    self._stems.clear()
+                conn = self._conn
+                conn.executemany("INSERT INTO temp.lexical_words(rowid, word) VALUES (?, ?)",
+                                 list(enumerate(missing, 1)))
+                found: dict[int, list[str]] = {}
+                for doc, term in conn.execute("SELECT doc, term FROM temp.lexical_word_tokens ORDER BY doc, offset"):
+                    found.setdefault(doc, []).append(term)
+                conn.execute("INSERT INTO temp.lexical_words(lexical_words) VALUES ('delete-all')")
+                for n, word in enumerate(missing, 1):
+                    self._stems[word] = tuple(found.get(n, ()))
+            return [self._stems[w][0] if len(self._stems[w]) == 1 else None for w in words]

@@ -8,11 +8,12 @@ out; :mod:`.connection` how each statement is scoped to one tenant.
 from __future__ import annotations
 
 from .connection import STORE, public_url
+from .facts import PgFactRows
 from .schema import SCHEMA_VERSION, TENANT_TABLES
 from .users import PgUserRows
 
 __all__ = ["STORE", "SCHEMA_VERSION", "TENANT_TABLES", "PgRecordStore", "public_url"]
 
 
-class PgRecordStore(PgUserRows):
-    """The PostgreSQL record store: its jobs over one connection (users, episodes and sessions so far)."""
+class PgRecordStore(PgFactRows, PgUserRows):
+    """The PostgreSQL record store: its jobs over one connection (so far: episodes, sessions, facts, lexical index)."""
