@@ -35,7 +35,7 @@ def _postgres(request, tmp_path):
 #: names (:func:`jobs`), and :func:`test_postgres_does_the_jobs_it_claims` keeps the claim honest.
 IMPLEMENTATIONS = {
     "sqlite": (_sqlite, {"episodes", "sessions", "facts", "lexical", "entities", "outbox"}),
-    "postgres": (_postgres, {"episodes", "sessions", "facts", "lexical"}),
+    "postgres": (_postgres, {"episodes", "sessions", "facts", "lexical", "entities", "outbox"}),
 }
 
 

@@ -46,3 +46,16 @@ def test_the_sqlite_store_meets_each_protocol_with_the_same_signatures(name, tmp
         given = inspect.signature(getattr(RecordStore, method))
         assert [(p.name, p.kind, p.default) for p in wanted.parameters.values()] == [
             (p.name, p.kind, p.default) for p in given.parameters.values()], method
+
+
+@pytest.mark.parametrize("name", sorted(CONSUMERS))
+def test_the_postgres_store_meets_each_protocol_with_the_same_signatures(name):
+    from zep_core.stores.postgres import PgRecordStore
+
+    protocol = getattr(record_protocols, name)
+    for method in _methods(protocol):
+        assert hasattr(PgRecordStore, method), f"the PostgreSQL store lacks {name}.{method}"
+        wanted = inspect.signature(getattr(protocol, method))
+        given = inspect.signature(getattr(PgRecordStore, method))
+        assert [(p.name, p.kind, p.default) for p in wanted.parameters.values()] == [
+            (p.name, p.kind, p.default) for p in given.parameters.values()], method

@@ -8,12 +8,14 @@ out; :mod:`.connection` how each statement is scoped to one tenant.
 from __future__ import annotations
 
 from .connection import STORE, public_url
-from .facts import PgFactRows
+from .entities import PgEntityRows
+from .outbox import PgOutboxRows
 from .schema import SCHEMA_VERSION, TENANT_TABLES
+from .search import PgSearchRows
 from .users import PgUserRows
 
 __all__ = ["STORE", "SCHEMA_VERSION", "TENANT_TABLES", "PgRecordStore", "public_url"]
 
 
-class PgRecordStore(PgFactRows, PgUserRows):
-    """The PostgreSQL record store: its jobs over one connection (so far: episodes, sessions, facts, lexical index)."""
+class PgRecordStore(PgEntityRows, PgSearchRows, PgOutboxRows, PgUserRows):
+    """The PostgreSQL record store: its jobs over one connection (facts and the lexical index under entities)."""

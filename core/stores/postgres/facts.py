@@ -31,10 +31,11 @@ def vector_of(value: Any) -> np.ndarray:
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
 
 
-def _by_user(facts: Iterable[Any], user_of: Any) -> dict[Tenant, list[Any]]:
+def by_user(rows: Iterable[Any], user_of: Any) -> dict[Tenant, list[Any]]:
+    """Records (or rows) that carry their own user id, grouped by that user as a checked tenant."""
     out: dict[Tenant, list[Any]] = {}
-    for item in facts:
-        out.setdefault(Tenant.stored(user_of(item)), []).append(item)
+    for item in rows:
+        out.setdefault(Tenant.of(user_of(item)), []).append(item)
     return out
 
 
@@ -48,7 +49,7 @@ class PgFactRows(PgLexicalRows):
         ``INSERT OR REPLACE`` does. An id held by another tenant's fact is not replaced: the
         insert fails (the primary key), and row-level security would refuse the delete.
         """
-        for tenant, mine in _by_user(facts, lambda s: s.fact.user_id).items():
+        for tenant, mine in by_user(facts, lambda s: s.fact.user_id).items():
             ids = [s.fact.id for s in mine]
             self._unindex(tenant, ids)
             self._exec(tenant, "DELETE FROM facts WHERE user_id = %s AND id = ANY(%s)", [tenant, ids])
@@ -64,7 +65,7 @@ class PgFactRows(PgLexicalRows):
 
     def update_facts(self, facts: Iterable[Fact]) -> None:
         """Rewrite the mutable columns of stored facts (supersession, reinforcement), and their lexical validity."""
-        for tenant, mine in _by_user(facts, lambda f: f.user_id).items():
+        for tenant, mine in by_user(facts, lambda f: f.user_id).items():
             self._many(tenant,
                        "UPDATE facts SET confidence = %s, valid_from = %s, valid_until = %s, superseded_by = %s, "
                        "expired_at = %s, source_message_ids = %s WHERE user_id = %s AND id = %s",

@@ -85,7 +85,7 @@ CREATE TABLE entities (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL,
     entity_type TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '',
     fact_count INTEGER NOT NULL DEFAULT 0, last_updated TEXT, changed_at TEXT,
-    embedding vector NOT NULL);
+    embedding vector NOT NULL, rowid BIGINT GENERATED ALWAYS AS IDENTITY);
 CREATE INDEX entities_key ON entities(user_id, id);
 CREATE INDEX entities_user ON entities(user_id, entity_type);
 CREATE INDEX entities_changed ON entities(changed_at);
@@ -100,7 +100,7 @@ CREATE INDEX outbox_user ON outbox(user_id, seq);
 CREATE TABLE outbox_quarantine (
     op TEXT NOT NULL, user_id TEXT NOT NULL, ref_id TEXT NOT NULL, payload TEXT, error TEXT NOT NULL,
     seq BIGINT, quarantined_at TEXT NOT NULL DEFAULT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-    PRIMARY KEY (op, ref_id));
+    rowid BIGINT GENERATED ALWAYS AS IDENTITY, PRIMARY KEY (op, ref_id));
 CREATE INDEX outbox_quarantine_user ON outbox_quarantine(user_id);
 CREATE TABLE session_messages (
     seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, user_id TEXT NOT NULL,

@@ -1,0 +1,100 @@
+"""Entities and their aliases on PostgreSQL, their summaries' refresh marks, and re-embedding."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...models import Entity
+from ...tenant import Tenant
+from ..schema import entity_from_row
+from .connection import STORE
+from .facts import PgFactRows, by_user, vector_of
+
+_VECTOR_TABLES = {"facts": "content", "entities": "name"}  # a table's vectors, and the text they are made from
+
+
+class PgEntityRows(PgFactRows):
+    """Entities and their aliases, their summaries' refresh marks, and re-embedding."""
+
+    def entity_ids_for_aliases(self, tenant: Tenant, aliases: Sequence[str]) -> dict[str, str]:
+        """Map normalized aliases to entity ids, for the ones that exist."""
+        return dict(self._rows_in(tenant, "SELECT alias, entity_id FROM aliases WHERE user_id = %s "
+                                          "AND alias = ANY(%s)", aliases, [tenant]))
+
+    def insert_entities(self, rows: Iterable[tuple[Entity, np.ndarray]], changed_at: str) -> None:
+        """Create entities with their vectors; an id already stored keeps its row (call inside :meth:`transaction`)."""
+        for tenant, mine in by_user(rows, lambda row: row[0].user_id).items():
+            self._many(tenant, "INSERT INTO entities(id, user_id, name, entity_type, summary, fact_count, "
+                               "last_updated, changed_at, embedding) VALUES (%s, %s, %s, %s, '', 0, NULL, %s, %s) "
+                               "ON CONFLICT (id) DO NOTHING",
+                       [(e.id, tenant, e.name, e.entity_type, changed_at, np.asarray(v, dtype=np.float32))
+                        for e, v in mine])
+
+    def add_aliases(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        """Add ``(user_id, alias, entity_id)``; an alias already taken keeps its entity."""
+        for tenant, mine in by_user(rows, lambda row: row[0]).items():
+            self._many(tenant, "INSERT INTO aliases(user_id, alias, entity_id) VALUES (%s, %s, %s) "
+                               "ON CONFLICT (user_id, alias) DO NOTHING", [(tenant, a, e) for _, a, e in mine])
+
+    def mark_entities_changed(self, tenant: Tenant, entity_ids: Iterable[str], when: str) -> None:
+        """Flag entities for the next summary refresh."""
+        self._exec(tenant, "UPDATE entities SET changed_at = %s WHERE user_id = %s AND id = ANY(%s)",
+                   [when, tenant, sorted(set(entity_ids))])
+
+    def get_entities(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, Entity]:
+        """Entities by id, with their aliases, for one user only."""
+        aliases: dict[str, list[str]] = {}
+        for alias, eid in self._rows_in(tenant, "SELECT alias, entity_id FROM aliases WHERE user_id = %s "
+                                                "AND entity_id = ANY(%s)", ids, [tenant]):
+            aliases.setdefault(eid, []).append(alias)
+        rows = self._rows_in(tenant, "SELECT id, user_id, name, entity_type, summary, fact_count, last_updated "
+                                     "FROM entities WHERE user_id = %s AND id = ANY(%s)", ids, [tenant])
+        return {row[0]: entity_from_row(row, sorted(aliases.get(row[0], ()))) for row in rows}
+
+    def entity_rows(self, tenant: Tenant, ids: Sequence[str]) -> list[tuple[Entity, np.ndarray]]:
+        """Entities of one user with their vectors (what the outbox writes to the indexes, and exports)."""
+        rows = self._rows_in(tenant, "SELECT id, user_id, name, entity_type, summary, fact_count, last_updated, "
+                                     "embedding FROM entities WHERE user_id = %s AND id = ANY(%s)", ids, [tenant])
+        return [(entity_from_row(row), vector_of(row[7])) for row in rows]
+
+    def iter_entity_ids(self, tenant: Tenant, batch: int = 2000) -> Iterator[list[str]]:
+        """Every entity id of one user, in batches."""
+        return self._ids_by_key("entities", tenant, batch)
+
+    def entity_changed_at(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, str | None]:
+        """When each of a user's entities last changed (its refresh mark), as stored (for export)."""
+        return dict(self._rows_in(tenant, "SELECT id, changed_at FROM entities WHERE user_id = %s AND id = ANY(%s)",
+                                  ids, [tenant]))
+
+    def stale_entities(self, tenant: Tenant | None, older_than: str, limit: int = 1000) -> list[tuple[str, str]]:
+        """``(user_id, entity_id)`` of entities changed since their last refresh and due (of every user: None)."""
+        sql = ("SELECT user_id, id FROM entities WHERE changed_at IS NOT NULL "
+               "AND (last_updated IS NULL OR (changed_at > last_updated AND last_updated <= %s))")
+        params: list[Any] = [older_than]
+        if tenant is not None:
+            sql += " AND user_id = %s"
+            params.append(tenant)
+        rows = self._rows(STORE if tenant is None else tenant, sql + " ORDER BY changed_at LIMIT %s", [*params, limit])
+        return [(Tenant.stored(r[0]), r[1]) for r in rows]
+
+    def set_entity_summaries(self, rows: Iterable[tuple[str, str, str, int, str | None]]) -> None:
+        """Write ``(user_id, entity_id, summary, fact_count, last_updated)``; only the user's own entities."""
+        for tenant, mine in by_user(rows, lambda row: row[0]).items():
+            self._many(tenant, "UPDATE entities SET summary = %s, fact_count = %s, last_updated = %s "
+                               "WHERE user_id = %s AND id = %s", [(s, n, t, tenant, eid) for _, eid, s, n, t in mine])
+
+    def set_embeddings(self, tenant: Tenant, table: str, rows: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Replace stored vectors of one user's facts or entities (re-embedding after an embedder change)."""
+        if table not in _VECTOR_TABLES:
+            raise ValueError(table)
+        self._many(tenant, f"UPDATE {table} SET embedding = %s WHERE user_id = %s AND id = %s",
+                   [(np.asarray(v, dtype=np.float32), tenant, i) for i, v in rows])
+
+    def texts(self, tenant: Tenant, table: str, ids: Sequence[str]) -> dict[str, str]:
+        """The texts one user's vectors are made from: fact content or entity name."""
+        column = _VECTOR_TABLES[table]
+        return dict(self._rows_in(tenant, f"SELECT id, {column} FROM {table} WHERE user_id = %s AND id = ANY(%s)",
+                                  ids, [tenant]))
