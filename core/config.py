@@ -187,6 +187,11 @@ class StorageSettings:
     """How the data folder's stores are opened.
 
     Args:
+        database_url: ``postgresql://user:password@host:port/database``: keep the records, the
+            lexical index, the vectors (pgvector) and the graph in PostgreSQL instead of the
+            data folder's SQLite, Chroma and Kùzu (docs/postgres.md). Needs the ``postgres``
+            extra. The data folder then holds only this process's scratch (the Cypher
+            sandbox's copies). Never shown in repr (it may carry a password).
         busy_timeout_ms: SQLite busy timeout.
         graph_buffer_pool_mb: Kùzu buffer pool size.
         chroma_url: use a Chroma server (``chroma run``) instead of the embedded client.
@@ -229,6 +234,7 @@ class StorageSettings:
 
     """
 
+    database_url: str | None = field(default=None, repr=False)
     busy_timeout_ms: int = 5_000
     graph_buffer_pool_mb: int = 256
     chroma_url: str | None = None
@@ -247,7 +253,10 @@ class StorageSettings:
             raise ConfigError("index_writes must be 'background' or 'sync'")
         if self.on_embedder_mismatch not in ("error", "reembed"):
             raise ConfigError("on_embedder_mismatch must be 'error' or 'reembed'")
-        _check_optional_strings(self, "chroma_url")
+        _check_optional_strings(self, "chroma_url", "database_url")
+        if self.database_url is not None and not self.database_url.startswith(("postgresql://", "postgres://")):
+            raise ConfigError("database_url must be a PostgreSQL URL (postgresql://user:password@host:port/database), "
+                              f"got one starting {self.database_url.split(':', 1)[0]!r}")
         if not isinstance(self.chroma_process, bool):
             raise ConfigError(f"chroma_process must be True or False, got {self.chroma_process!r}")
         if not _is_real(self.vector_timeout_s) or not 0 < self.vector_timeout_s <= 3600:

@@ -33,7 +33,7 @@ from .records import RecordStore
 if TYPE_CHECKING:
     from ..config import MemoryConfig
 
-__all__ = ["StoreOpener", "Stores", "open_stores"]
+__all__ = ["StoreOpener", "Stores", "open_postgres", "open_stores"]
 
 log = logging.getLogger("zep_core")
 
@@ -94,6 +94,8 @@ def open_stores(config: MemoryConfig) -> Stores:
     """
     from .graph import KuzuGraphIndex
 
+    if config.database_url:
+        return open_postgres(config)
     root = config.data_path
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -125,6 +127,25 @@ def open_stores(config: MemoryConfig) -> Stores:
         lock.release(clean=lock.unclean_since is None)  # a crash not yet recovered from stays one
         raise
     return Stores(records, vectors, graph, lock)
+
+
+def open_postgres(config: MemoryConfig) -> Stores:
+    """The stores on PostgreSQL (``config.database_url``): the record store, and its tables as the two indexes.
+
+    No folder lock: the database serializes its writers, and row-level security scopes each
+    statement to its tenant (:mod:`zep_core.stores.postgres`). The data folder is made for
+    this process's scratch (the Cypher sandbox's copies) only.
+    """
+    from .postgres import PgRecordStore
+    from .postgres.indexes import PgGraphIndex, PgVectorIndex
+
+    records = PgRecordStore(config.database_url, connect_timeout_s=config.busy_timeout_ms / 1000)
+    try:
+        config.data_path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        records.close()
+        raise StoreError(f"cannot create the scratch folder {config.data_path}: {exc}") from exc
+    return Stores(records, PgVectorIndex(records), PgGraphIndex(records), None)
 
 
 def _open_vectors(path: Path, config: MemoryConfig, records: RecordStore) -> VectorIndex:

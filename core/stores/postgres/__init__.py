@@ -19,3 +19,13 @@ __all__ = ["STORE", "SCHEMA_VERSION", "TENANT_TABLES", "PgRecordStore", "public_
 
 class PgRecordStore(PgEntityRows, PgSearchRows, PgOutboxRows, PgUserRows):
     """The PostgreSQL record store: its jobs over one connection (facts and the lexical index under entities)."""
+
+    #: Set by a store whose disk failed (the SQLite store's flag); the server keeps its own files.
+    needs_check = False
+
+    def checkpoint_in_background(self) -> None:
+        """Nothing to arrange: PostgreSQL checkpoints its own log."""
+
+    def checkpoint(self) -> int:
+        """Nothing to copy (PostgreSQL checkpoints its own log): no log pages are left."""
+        return 0
