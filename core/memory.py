@@ -135,7 +135,8 @@ class Memory:
         memory whatever settings it was opened with; with ``options`` they must match.
 
         Args:
-            data_dir: the data folder.
+            data_dir: the data folder; or a PostgreSQL URL (``postgresql://…``), which is
+                ``database_url=`` with the default folder for this process's scratch.
             **options: any :class:`MemoryConfig` field, e.g. ``semantic_threshold=0.5``.
 
         Raises:
@@ -143,7 +144,10 @@ class Memory:
             ConfigError: the folder is open in this process with other settings than ``options``.
 
         """
-        config = MemoryConfig(data_dir=data_dir, **options)
+        if isinstance(data_dir, str) and data_dir.startswith(("postgresql://", "postgres://")):
+            config = MemoryConfig(database_url=data_dir, **options)
+        else:
+            config = MemoryConfig(data_dir=data_dir, **options)
         memory = cls.__new__(cls)
         _attach(memory, config, None, open_stores, same_settings=bool(options))
         return memory
@@ -620,7 +624,7 @@ _OPEN_LOCK = threading.RLock()
 def _attach(handle: Memory, config: MemoryConfig, clock: Callable[[], datetime] | None, stores: StoreOpener,
             *, same_settings: bool) -> None:
     """Make ``handle`` a Memory on ``config``'s folder: on the parts already open here, or new ones."""
-    key = (os.getpid(), config.data_path)
+    key = _open_key(config)
     with _OPEN_LOCK:
         entry = _OPEN.get(key)
         if entry is None:
@@ -635,10 +639,15 @@ def _attach(handle: Memory, config: MemoryConfig, clock: Callable[[], datetime] 
     handle._owner, handle._closed = owner, False
 
 
+def _open_key(config: MemoryConfig) -> tuple[int, Path, str | None]:
+    """What one set of open stores is shared by, in this process: the folder, and the database if any."""
+    return os.getpid(), config.data_path, config.database_url
+
+
 def _detach(owner: Memory) -> None:
     """One handle of ``owner`` closed: the last one closes the owner (under the lock, so no open joins it meanwhile)."""
     with _OPEN_LOCK:
-        entry = _OPEN.get((os.getpid(), owner.data_dir))
+        entry = _OPEN.get(_open_key(owner.config))
         if entry is None or entry[0] is not owner:
             return  # the owner is closed already (at interpreter exit)
         entry[1] -= 1
@@ -649,7 +658,7 @@ def _detach(owner: Memory) -> None:
 def _forget(owner: Memory) -> None:
     """The owner is closing: a later open builds new parts."""
     with _OPEN_LOCK:
-        key = (os.getpid(), owner.data_dir)
+        key = _open_key(owner.config)
         if key in _OPEN and _OPEN[key][0] is owner:
             del _OPEN[key]
 

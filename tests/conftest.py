@@ -51,13 +51,47 @@ def every_user_in_chroma(make):
 
 
 @pytest.fixture
-def make_memory(tmp_path, embedder, clock):
-    """Open memories on real SQLite/Chroma/Kùzu in tmp_path; closed after the test."""
+def backend() -> str:
+    """The stores a test's memories run on: ``sqlite`` (the data folder), unless a conftest parametrizes it.
+
+    A directory whose suites run on both backends parametrizes it with :func:`tests.pg.both_backends`.
+    """
+    return "sqlite"
+
+
+@pytest.fixture
+def backend_options(request, backend):
+    """``MemoryConfig`` options that put a data folder's memory on the test's backend.
+
+    ``backend_options(data_dir)``: ``{}`` on SQLite; on PostgreSQL the URL of a database of
+    its own for each data folder (a test that opens two folders gets two databases).
+    """
+    if backend == "sqlite":
+        return lambda data_dir: {}
+    from tests.pg import fresh_database
+
+    server = request.getfixturevalue("pg_server")
+    databases: dict[str, str] = {}
+
+    def options(data_dir) -> dict:
+        key = str(data_dir)
+        if key not in databases:
+            databases[key] = fresh_database(server)
+        return {"database_url": databases[key]}
+
+    return options
+
+
+@pytest.fixture
+def make_memory(tmp_path, embedder, clock, backend_options):
+    """Open memories on real stores (SQLite/Chroma/Kùzu in tmp_path, or PostgreSQL); closed after the test."""
     opened: list[Memory] = []
 
     def make(data_dir=None, **options) -> Memory:
-        cfg = MemoryConfig(data_dir=data_dir or tmp_path / "data", embedder=options.pop("embedder", embedder),
-                           **options)
+        data_dir = data_dir or tmp_path / "data"
+        if "database_url" not in options:
+            options.update(backend_options(data_dir))
+        cfg = MemoryConfig(data_dir=data_dir, embedder=options.pop("embedder", embedder), **options)
         memory = Memory(cfg, clock=options.pop("clock", clock))
         opened.append(memory)
         return memory
@@ -73,11 +107,12 @@ def memory(make_memory) -> Memory:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
-    """A real PostgreSQL with pgvector for the session (:mod:`tests.pg`)."""
-    from tests.pg import start_server
+def pg_server():
+    """A real PostgreSQL with pgvector for the session (:mod:`tests.pg`), stopped and deleted at its end."""
+    from tests.pg import running_server
 
-    return start_server(tmp_path_factory.mktemp("postgres") / "data")
+    with running_server() as server:
+        yield server
 
 
 @pytest.fixture

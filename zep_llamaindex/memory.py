@@ -334,10 +334,19 @@ def _buffer_window(history: list[ChatMessage], token_limit: int, initial: int,
 
 
 def _reference(memory: Any) -> dict[str, str]:
-    """Where ``memory`` lives: ``{"url": ...}`` for a service, ``{"data_dir": ...}`` for a folder."""
+    """Where ``memory`` lives: ``{"url": ...}`` for a service, ``{"data_dir": ...}`` for a folder.
+
+    A memory on PostgreSQL is ``{"database_url": ..., "data_dir": ...}``, the URL without its
+    password: the restoring process gives it as PostgreSQL's clients do (``PGPASSWORD``, ``~/.pgpass``).
+    """
     url = getattr(memory, "url", None)
     if isinstance(url, str):
         return {"url": url}
+    database_url = memory.config.database_url if isinstance(memory, Memory) else None
+    if isinstance(database_url, str):
+        from zep_core.stores.postgres.connection import url_without_password
+
+        return {"database_url": url_without_password(database_url), "data_dir": str(memory.data_dir)}
     data_dir = getattr(memory, "data_dir", None)
     if data_dir is not None:
         return {"data_dir": str(data_dir)}
@@ -351,6 +360,8 @@ def _open_reference(ref: Any) -> Any:
         from zep_core.server import RemoteMemory
 
         return RemoteMemory(ref["url"], api_key=os.environ.get(API_KEY_ENV) or None)
+    if isinstance(ref, Mapping) and isinstance(ref.get("database_url"), str):
+        return Memory.open(ref.get("data_dir") or "./data", database_url=ref["database_url"])
     if isinstance(ref, Mapping) and isinstance(ref.get("data_dir"), str):
         return Memory.open(ref["data_dir"])
     raise ValueError("this ZepMemory data has no 'memory_ref' (a data folder or a service URL) and no memory= "

@@ -48,3 +48,10 @@ def alice_memory(tmp_path_factory, embedder):
     tell(memory, "alice", "Alice")
     yield memory
     memory.close()
+
+
+def pytest_generate_tests(metafunc):
+    """The adapters' tests run on both backends (their memories come from ``make_memory``)."""
+    from tests.pg import both_backends
+
+    both_backends(metafunc)

@@ -28,3 +28,10 @@ def llm() -> RecordingLLM:
 @pytest.fixture
 def fc_llm() -> RecordingFunctionLLM:
     return RecordingFunctionLLM()
+
+
+def pytest_generate_tests(metafunc):
+    """The adapters' tests run on both backends (their memories come from ``make_memory``)."""
+    from tests.pg import both_backends
+
+    both_backends(metafunc)

@@ -62,7 +62,14 @@ def test_a_context_with_a_zep_memory_round_trips_in_this_process(make_memory, fc
     data = first_run(agent, ZepMemory(memory=core, session_id="s1", user_id="ada", user_name="Ada",
                                       end_policy="explicit"))
     [saved] = saved_memories(data)
-    assert saved["memory_ref"] == {"data_dir": str(core.data_dir)} and "api_key" not in json.dumps(data)
+    if core.config.database_url is None:
+        assert saved["memory_ref"] == {"data_dir": str(core.data_dir)}
+    else:  # on PostgreSQL: the database without its password, and the scratch folder
+        from zep_core.stores.postgres.connection import url_without_password
+
+        assert saved["memory_ref"] == {"database_url": url_without_password(core.config.database_url),
+                                       "data_dir": str(core.data_dir)}
+    assert "api_key" not in json.dumps(data) and "password" not in json.dumps(data)
 
     async def resume():
         ctx = Context.from_dict(agent, data)

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from ...errors import ConfigError, StoreError, StoreUnavailableError, install_hint
 from ...tenant import Tenant, key
@@ -23,7 +24,7 @@ from .schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_NAME, SCHEMA_VERSION, STO
 
 log = logging.getLogger("zep_core.stores.postgres")
 
-__all__ = ["STORE", "PgConnection", "Scope", "public_url"]
+__all__ = ["STORE", "PgConnection", "Scope", "public_url", "url_without_password"]
 
 
 class _Store:
@@ -42,11 +43,28 @@ Scope = Tenant | _Store
 _CHUNK = 500  # ids per ``= ANY(%s)`` list
 
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+_PASSWORD_PARAMETER = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
 
 
 def public_url(url: str) -> str:
-    """The database URL as it may be shown: its password replaced by ``***``."""
-    return _PASSWORD.sub(r"\1***@", url)
+    """The database URL as it may be shown: its password (in the user part or a parameter) replaced by ``***``."""
+    return _PASSWORD_PARAMETER.sub(r"\1***", _PASSWORD.sub(r"\1***@", url))
+
+
+def url_without_password(url: str) -> str:
+    """The database URL with no password at all: what a saved reference keeps.
+
+    The process that opens it again gives the password the way PostgreSQL's clients do
+    (``PGPASSWORD``, or a ``~/.pgpass`` file), never the saved data.
+    """
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, host = netloc.rsplit("@", 1)
+        netloc = f"{user.split(':', 1)[0]}@{host}"
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() != "password"],
+                      safe="/", quote_via=quote)
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
 def _psycopg() -> Any:
