@@ -27,11 +27,11 @@ Example:
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, NotFoundError, ValidationError, ZepMemoryError, install_hint
-from .models import Fact, new_id
+from .models import new_id
+from .render import facts_answer, history_answer, related_answer
 from .resolve import speaker_of
 from .validation import check_id
 
@@ -41,15 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["Unavailable", "create_mcp_server"]
 
 _SELF_WORDS = frozenset({"i", "me", "myself", "user", "the user"})
-
-
-def _date(value: datetime | None) -> str:
-    return value.date().isoformat() if value else "now"
-
-
-def _history_line(fact: Fact) -> str:
-    state = "current" if fact.is_current else "superseded" if fact.superseded_by else "ended"
-    return f"- {fact.content} (valid {_date(fact.valid_from)} to {_date(fact.valid_until)}; {state})"
 
 
 def _import_sdk() -> Any:
@@ -146,9 +137,7 @@ def create_mcp_server(memory: Any, *, user_id: str, user_name: str | None = None
             raise fail(exc) from None
         if not facts:
             return f"No facts in memory match {query!r}. Try other words, or entity_history with a name."
-        when = f"true on {as_of}" if as_of else "true now"
-        return "\n".join([f'Facts in memory for "{query}" ({when}, most relevant first):',
-                          *(f"- {f.content} (valid from {_date(f.valid_from)})" for f in facts)])
+        return facts_answer(query, facts, as_of=as_of or None)
 
     @server.tool()
     def entity_history(entity_name: str) -> str:
@@ -164,8 +153,7 @@ def create_mcp_server(memory: Any, *, user_id: str, user_name: str | None = None
             return facts
         if not facts:
             return f"Memory knows the name {target!r} but holds no facts about it."
-        return "\n".join([f"History of {target} (oldest first, including facts no longer true):",
-                          *(_history_line(f) for f in facts)])
+        return history_answer(target, facts)
 
     @server.tool()
     def related_entities(entity_name: str, limit: int = 10) -> str:
@@ -184,8 +172,7 @@ def create_mcp_server(memory: Any, *, user_id: str, user_name: str | None = None
             return found
         if not found:
             return f"Nothing in memory is connected to {target}."
-        return f"Entities connected to {target} (within 2 hops): " + ", ".join(
-            f"{e.name} ({e.entity_type})" for e in found)
+        return related_answer(target, found)
 
     @server.tool()
     def add_conversation(messages: list[dict[str, Any]], session_id: str | None = None) -> str:

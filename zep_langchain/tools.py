@@ -15,13 +15,13 @@ model can fix.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Annotated, Any
 
 from langchain_core.tools import ArgsSchema, BaseTool, InjectedToolArg
 from pydantic import BaseModel, Field, PlainSerializer, SkipValidation
 from zep_core import Fact, NotFoundError, ValidationError
 from zep_core.aio import in_thread
+from zep_core.render import facts_answer, history_answer, related_answer
 from zep_core.resolve import speaker_of
 from zep_core.sessions import afacts_for, facts_for
 
@@ -60,19 +60,6 @@ class EntityInput(BaseModel):
 
     entity: str = Field(description="The name of a person, place or thing, e.g. 'Alice'; 'me' means the user")
     runtime: InjectedRuntime = None
-
-
-def _date(value: datetime | None) -> str:
-    return value.date().isoformat() if value else "now"
-
-
-def _current_line(fact: Fact) -> str:
-    return f"- {fact.content} (valid from {_date(fact.valid_from)}; score {fact.score:.2f})"
-
-
-def _history_line(fact: Fact) -> str:
-    state = "current" if fact.is_current else "superseded" if fact.superseded_by else "ended"
-    return f"- {fact.content} (valid {_date(fact.valid_from)} to {_date(fact.valid_until)}; {state})"
 
 
 class _MemoryTool(BaseTool):
@@ -114,7 +101,7 @@ class ZepSearchMemoryTool(_MemoryTool):
         >>> tool = ZepSearchMemoryTool(memory=memory, user_id="alice")      # doctest: +SKIP
         >>> print(tool.invoke({"query": "Where does Alice live?"}))
         Facts in memory for "Where does Alice live?" (true now, most relevant first):
-        - Alice lives in Berlin. (valid from 2024-01-31; score 0.82)
+        - Alice lives in Berlin. (valid from 2024-01-31)
 
     """
 
@@ -148,8 +135,7 @@ class ZepSearchMemoryTool(_MemoryTool):
     def _found(query: str, facts: list[Fact]) -> str:
         if not facts:
             return f"No facts in memory match {query!r}. Try other words, or entity_history with a name."
-        return "\n".join([f'Facts in memory for "{query}" (true now, most relevant first):',
-                          *map(_current_line, facts)])
+        return facts_answer(query, facts)
 
 
 class ZepEntityHistoryTool(_MemoryTool):
@@ -181,8 +167,7 @@ class ZepEntityHistoryTool(_MemoryTool):
             return facts
         if not facts:
             return f"Memory knows the name {name!r} but holds no facts about it."
-        return "\n".join([f"History of {name} (oldest first, including facts no longer true):",
-                          *map(_history_line, facts)])
+        return history_answer(name, facts)
 
     async def _arun(self, entity: str, runtime: Any = None) -> str:
         return await in_thread(self._run, entity, runtime)
@@ -213,8 +198,7 @@ class ZepRelatedEntitiesTool(_MemoryTool):
             return related
         if not related:
             return f"Nothing in memory is connected to {name}."
-        names = ", ".join(f"{e.name} ({e.entity_type})" for e in related)
-        return f"Entities connected to {name} (within 2 hops): {names}"
+        return related_answer(name, related)
 
     async def _arun(self, entity: str, runtime: Any = None) -> str:
         return await in_thread(self._run, entity, runtime)

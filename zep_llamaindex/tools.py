@@ -25,21 +25,12 @@ from typing import Any, Optional
 
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
-from zep_core import Fact, NotFoundError, ValidationError
+from zep_core import NotFoundError, ValidationError
 from zep_core.aio import in_thread
+from zep_core.render import history_answer, related_answer
 from zep_core.sessions import acontext_for, check_memory, context_for
 
 __all__ = ["create_memory_tools", "user_from_context"]
-
-
-def _span(fact: Fact) -> str:
-    until = fact.valid_until.date().isoformat() if fact.valid_until else "now"
-    return f"{fact.valid_from.date().isoformat()} .. {until}"
-
-
-def _history_lines(facts: list[Fact]) -> str:
-    canonical = [f for f in facts if f.predicate != "statement"] or facts
-    return "\n".join(f"- {_span(f)}: {f.content}{' (superseded)' if f.superseded_by else ''}" for f in canonical)
 
 
 async def user_from_context(ctx: Context) -> tuple[str, Optional[str]]:
@@ -106,14 +97,14 @@ def create_memory_tools(memory: Any, *, user_id: Optional[str] = None, user_name
             facts = memory.entity_history(entity, user_id=user)
         except NotFoundError:
             return f"Memory knows nothing about {entity!r}."
-        return _history_lines(facts) or f"Memory holds no facts about {entity!r}."
+        return history_answer(entity, facts) if facts else f"Memory holds no facts about {entity!r}."
 
     def related(user: str, name: Optional[str], entity: str) -> str:
         try:
             found = memory.related_entities(entity, user_id=user)
         except NotFoundError:
             return f"Memory knows nothing about {entity!r}."
-        return ", ".join(f"{e.name} ({e.entity_type})" for e in found) or f"Nothing is related to {entity!r}."
+        return related_answer(entity, found) if found else f"Nothing is related to {entity!r}."
 
     if user_id is not None:  # one user's memory; the tools work outside an agent too
         def search_memory(query: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
@@ -43,8 +44,10 @@ def test_search_memory_gives_what_is_true_now(tools):
 def test_entity_history_shows_the_old_fact_as_superseded(tools):
     history = tools["entity_history"](entity="Ada").content.splitlines()
 
-    assert [line for line in history if "Paris" in line][0].endswith("Ada lives in Paris. (superseded)")
-    assert [line for line in history if "Berlin" in line][0].endswith("now: Ada lives in Berlin.")
+    assert re.fullmatch(r"- Ada lives in Paris\. \(valid \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d; superseded\)",
+                        [line for line in history if "Paris" in line][0])
+    assert re.fullmatch(r"- Ada lives in Berlin\. \(valid \d{4}-\d\d-\d\d to now; current\)",
+                        [line for line in history if "Berlin" in line][0])
 
 
 def test_related_entities_lists_the_neighbours(tools):
