@@ -22,7 +22,7 @@ first-person question. ``SPEC_SCORING`` is the spec literally: the weighted sum 
 every fact near a named entity a candidate, no lexical signal.
 
 The ranking (:func:`score_candidates`), the newer-first ordering of near-duplicates
-(:func:`newer_first`) and the block (:func:`render_context_block`) are pure
+(:func:`newer_first`) and the block (:func:`~zep_core.render.render_context_block`) are pure
 functions over ids, floats and records; :class:`Retriever` gathers the candidates from
 the stores. Every number comes from ``MemoryConfig.scoring``
 (:class:`~zep_core.config.ScoringSettings`).
@@ -42,6 +42,7 @@ from .errors import NotFoundError, ValidationError
 from .models import Entity, Fact, to_utc
 from .providers.base import Embedder
 from .providers.timeparse import asked_window
+from .render import render_context_block
 from .resolve import asks_what_the_assistant_said, input_aliases, mentions_first_person, mentions_second_person
 from .stores.base import GraphIndex, VectorIndex
 from .stores.record_protocols import RetrievalRecords
@@ -436,35 +437,3 @@ class Retriever:
         ordered = [entities[i] for i in ids if i in entities][:max_entities]
         return render_context_block(facts, ordered, as_of=query.as_of)
 
-
-def _date(value: datetime | None) -> str:
-    return value.date().isoformat() if value else "?"
-
-
-def render_context_block(facts: Sequence[Fact], entities: Sequence[Entity] = (), *,
-                         as_of: datetime | None = None) -> str:
-    """Render facts (with validity dates) and entity summaries for a prompt.
-
-    Example:
-        FACTS (what is true now; dates say since when):
-        - Alice lives in Berlin. (valid from 2024-03-01)
-        ENTITIES:
-        - Alice (person): Alice lives in Berlin; works at Acme.
-
-    """
-    if not facts and not entities:
-        return ""
-    when = f"at {as_of.date().isoformat()}" if as_of else "now"
-    lines = [f"FACTS (what is true {when}; dates say since when):"]
-    for f in facts:
-        span = f"valid from {_date(f.valid_from)}"
-        if f.valid_until:
-            span += f" until {_date(f.valid_until)}"
-        if f.newer_fact_id:
-            span = f"earlier: {span}; the fact above is newer"
-        lines.append(f"- {f.content} ({span})")
-    summaries = [e for e in entities if e.summary]
-    if summaries:
-        lines.append("ENTITIES:")
-        lines.extend(f"- {e.name} ({e.entity_type}): {e.summary}" for e in summaries)
-    return "\n".join(lines)

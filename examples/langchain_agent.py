@@ -65,7 +65,7 @@ def scripted_model() -> ScriptedChatModel:
     return ScriptedChatModel(replies=[
         AIMessage("Nice to meet you! I'll remember that."),
         AIMessage("Congratulations on the move!"),
-        AIMessage("", tool_calls=[{"name": "entity_history", "args": {"entity": "me"}, "id": "call-1"}]),
+        AIMessage("", tool_calls=[{"name": "entity_history", "args": {"entity_name": "me"}, "id": "call-1"}]),
         answer_from_history,
     ])
 

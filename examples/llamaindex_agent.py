@@ -46,7 +46,7 @@ def scripted_reply(messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessag
     if last.role == MessageRole.TOOL:
         return ChatMessage(role="assistant", content=f"Memory's timeline for Ada:\n{last.content}")
     if kwargs.get("tools") and (last.content or "").rstrip().endswith("?"):
-        call = ToolCallBlock(tool_call_id="call-1", tool_name="entity_history", tool_kwargs={"entity": "Ada"})
+        call = ToolCallBlock(tool_call_id="call-1", tool_name="entity_history", tool_kwargs={"entity_name": "Ada"})
         return ChatMessage(role="assistant", blocks=[call])
     return ChatMessage(role="assistant", content="Noted.")
 

@@ -1,8 +1,12 @@
 """Memory tools for agents: search_memory, entity_history, related_entities.
 
-Each tool answers with text for the model. An unknown entity, a user with no
-memory yet, or bad arguments come back as a helpful sentence, never an exception,
-so the agent can try something else.
+The tools, their descriptions and their arguments are the core's table
+(:mod:`zep_core.tools`), from which the LlamaIndex tools and the MCP server are built
+too, and :class:`zep_core.tools.MemoryTools` writes their answers: text for the
+model. An unknown entity, a user with no memory yet, or a value memory refuses comes
+back as a helpful sentence, never an exception, so the agent can try something else;
+arguments the schema refuses (``limit=0``) raise LangChain's validation error, which a
+tool node hands back to the model.
 
 Whose memory a tool reads: the ``user_id`` it was built with, or else the user of
 the run that calls it, from the ``ToolRuntime`` LangGraph's tool node injects
@@ -14,31 +18,26 @@ model can fix.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
 from typing import Annotated, Any
 
 from langchain_core.tools import ArgsSchema, BaseTool, InjectedToolArg
-from pydantic import BaseModel, Field, PlainSerializer, SkipValidation
-from zep_core import Fact, NotFoundError, ValidationError
-from zep_core.aio import in_thread
-from zep_core.resolve import speaker_of
-from zep_core.sessions import afacts_for, facts_for
+from pydantic import BaseModel, Field, PlainSerializer, SkipValidation, create_model
+from zep_core.tools import ENTITY_HISTORY, RELATED_ENTITIES, SEARCH_MEMORY, MemoryTools, ToolSpec, tool_spec
 
 from ._memory import MemoryLike
-from .context import Scope, ScopeRule
+from .context import ScopeRule
 
 __all__ = [
+    "EntityHistoryInput",
     "EntityInput",
     "InjectedRuntime",
+    "RelatedEntitiesInput",
     "SearchMemoryInput",
     "ZepEntityHistoryTool",
     "ZepRelatedEntitiesTool",
     "ZepSearchMemoryTool",
     "create_memory_tools",
 ]
-
-_SELF_WORDS = frozenset({"i", "me", "myself", "user", "the user"})
 
 
 #: The ``runtime`` argument of the tools: LangGraph's tool node fills it with the
@@ -47,32 +46,17 @@ _SELF_WORDS = frozenset({"i", "me", "myself", "user", "the user"})
 InjectedRuntime = Annotated[Any, SkipValidation, InjectedToolArg, PlainSerializer(lambda _: None)]
 
 
-class SearchMemoryInput(BaseModel):
-    """Arguments of ``search_memory``."""
-
-    query: str = Field(description="What to look for, e.g. 'Where does the user live?'")
-    k: int = Field(default=5, ge=1, le=50, description="How many facts at most")
-    runtime: InjectedRuntime = None
+def _input(spec: ToolSpec, name: str) -> type[BaseModel]:
+    """The tool's arguments from the core's table, and the hidden ``runtime``."""
+    return create_model(name, __base__=spec.arguments_model(), __doc__=f"Arguments of ``{spec.name}``.",
+                        runtime=(InjectedRuntime, None))
 
 
-class EntityInput(BaseModel):
-    """Arguments of ``entity_history`` and ``related_entities``."""
-
-    entity: str = Field(description="The name of a person, place or thing, e.g. 'Alice'; 'me' means the user")
-    runtime: InjectedRuntime = None
-
-
-def _date(value: datetime | None) -> str:
-    return value.date().isoformat() if value else "now"
-
-
-def _current_line(fact: Fact) -> str:
-    return f"- {fact.content} (valid from {_date(fact.valid_from)}; score {fact.score:.2f})"
-
-
-def _history_line(fact: Fact) -> str:
-    state = "current" if fact.is_current else "superseded" if fact.superseded_by else "ended"
-    return f"- {fact.content} (valid {_date(fact.valid_from)} to {_date(fact.valid_until)}; {state})"
+SearchMemoryInput = _input(SEARCH_MEMORY, "SearchMemoryInput")
+EntityHistoryInput = _input(ENTITY_HISTORY, "EntityHistoryInput")
+RelatedEntitiesInput = _input(RELATED_ENTITIES, "RelatedEntitiesInput")
+#: The former name of :data:`EntityHistoryInput` (``related_entities`` now takes a ``limit`` too).
+EntityInput = EntityHistoryInput
 
 
 class _MemoryTool(BaseTool):
@@ -82,74 +66,37 @@ class _MemoryTool(BaseTool):
     user_id: str | None = Field(default=None, min_length=1)
     user_name: str | None = None
 
-    def _scope(self, runtime: Any) -> Scope:
-        """The user this call is for: the fixed one, or the run's (``ToolRuntime.context``)."""
+    def _answers(self, runtime: Any) -> MemoryTools:
+        """The answers for the user this call is for: the fixed one, or the run's (``ToolRuntime.context``)."""
         rule = ScopeRule(f"the {self.name} tool", user_id=self.user_id, user_name=self.user_name)
-        return rule.scope(runtime, session=False)
+        scope = rule.scope(runtime, session=False)
+        return MemoryTools(self.memory, user_id=scope.user_id, user_name=scope.user_name)
 
-    def _entity(self, name: str, scope: Scope) -> str:
-        if name.strip().casefold() in _SELF_WORDS:
-            return speaker_of(scope.user_name, default=self.memory.config.default_speaker)
-        return name
+    def _arguments(self, args: tuple[Any, ...], arguments: dict[str, Any]) -> dict[str, Any]:
+        """The call's arguments by name (a plain string input comes as the first one, positionally)."""
+        return {**dict(zip((a.name for a in tool_spec(self.name).args), args)), **arguments}
 
-    def _lookup(self, query: Callable[..., list], name: str, action: str, scope: Scope) -> list | str:
-        """Run an entity query for the user; a missing entity or bad input becomes a message."""
-        try:
-            return query(name, user_id=scope.user_id)
-        except NotFoundError:
-            return f"No entity named {name!r} in memory. Check the spelling, or use search_memory to look by topic."
-        except ValidationError as exc:
-            return f"Could not {action}: {exc}"
+    def _run(self, *args: Any, runtime: Any = None, **arguments: Any) -> str:
+        return self._answers(runtime).answer(self.name, self._arguments(args, arguments))
 
-    def _no_memory(self, scope: Scope) -> str | None:
-        if self.memory.has_user(scope.user_id):
-            return None
-        return "Nothing is stored in memory for this user yet."
+    async def _arun(self, *args: Any, runtime: Any = None, **arguments: Any) -> str:
+        return await self._answers(runtime).aanswer(self.name, self._arguments(args, arguments))
 
 
 class ZepSearchMemoryTool(_MemoryTool):
-    """``search_memory``: the user's current facts most relevant to a query.
+    """``search_memory``: the user's facts most relevant to a query, true now or at ``as_of``.
 
     Example:
         >>> tool = ZepSearchMemoryTool(memory=memory, user_id="alice")      # doctest: +SKIP
         >>> print(tool.invoke({"query": "Where does Alice live?"}))
         Facts in memory for "Where does Alice live?" (true now, most relevant first):
-        - Alice lives in Berlin. (valid from 2024-01-31; score 0.82)
+        - Alice lives in Berlin. (valid from 2024-01-31)
 
     """
 
-    name: str = "search_memory"
-    description: str = (
-        "Search long-term memory for facts about the user and what they said in earlier conversations. "
-        "Returns the facts that are true now, most relevant first, with the date each became true.")
+    name: str = SEARCH_MEMORY.name
+    description: str = SEARCH_MEMORY.description
     args_schema: ArgsSchema | None = SearchMemoryInput
-
-    def _run(self, query: str, k: int = 5, runtime: Any = None) -> str:
-        scope = self._scope(runtime)
-        if (empty := self._no_memory(scope)) is not None:
-            return empty
-        try:
-            facts = facts_for(self.memory, query, user_id=scope.user_id, user_name=scope.user_name, limit=k)
-        except ValidationError as exc:
-            return f"Could not search memory: {exc}"
-        return self._found(query, facts)
-
-    async def _arun(self, query: str, k: int = 5, runtime: Any = None) -> str:
-        scope = self._scope(runtime)
-        if (empty := await in_thread(self._no_memory, scope)) is not None:
-            return empty
-        try:  # the search itself is native on a RemoteMemory
-            facts = await afacts_for(self.memory, query, user_id=scope.user_id, user_name=scope.user_name, limit=k)
-        except ValidationError as exc:
-            return f"Could not search memory: {exc}"
-        return self._found(query, facts)
-
-    @staticmethod
-    def _found(query: str, facts: list[Fact]) -> str:
-        if not facts:
-            return f"No facts in memory match {query!r}. Try other words, or entity_history with a name."
-        return "\n".join([f'Facts in memory for "{query}" (true now, most relevant first):',
-                          *map(_current_line, facts)])
 
 
 class ZepEntityHistoryTool(_MemoryTool):
@@ -157,67 +104,30 @@ class ZepEntityHistoryTool(_MemoryTool):
 
     Example:
         >>> tool = ZepEntityHistoryTool(memory=memory, user_id="alice")     # doctest: +SKIP
-        >>> print(tool.invoke({"entity": "Alice"}))
+        >>> print(tool.invoke({"entity_name": "Alice"}))
         History of Alice (oldest first, including facts no longer true):
         - Alice lives in Paris. (valid 2024-01-01 to 2024-03-01; superseded)
         - Alice lives in Berlin. (valid 2024-03-01 to now; current)
 
     """
 
-    name: str = "entity_history"
-    description: str = (
-        "The timeline of a person, place or thing: every fact ever learned about it, including facts that "
-        "are no longer true, oldest first, with the dates each was valid. Use it for 'where did I live "
-        "before?' or 'what changed?'.")
-    args_schema: ArgsSchema | None = EntityInput
-
-    def _run(self, entity: str, runtime: Any = None) -> str:
-        scope = self._scope(runtime)
-        if (empty := self._no_memory(scope)) is not None:
-            return empty
-        name = self._entity(entity, scope)
-        facts = self._lookup(self.memory.entity_history, name, "read the history", scope)
-        if isinstance(facts, str):
-            return facts
-        if not facts:
-            return f"Memory knows the name {name!r} but holds no facts about it."
-        return "\n".join([f"History of {name} (oldest first, including facts no longer true):",
-                          *map(_history_line, facts)])
-
-    async def _arun(self, entity: str, runtime: Any = None) -> str:
-        return await in_thread(self._run, entity, runtime)
+    name: str = ENTITY_HISTORY.name
+    description: str = ENTITY_HISTORY.description
+    args_schema: ArgsSchema | None = EntityHistoryInput
 
 
 class ZepRelatedEntitiesTool(_MemoryTool):
     """``related_entities``: entities within two hops of an entity in the knowledge graph.
 
     Example:
-        >>> ZepRelatedEntitiesTool(memory=memory, user_id="alice").invoke({"entity": "Alice"})  # doctest: +SKIP
+        >>> ZepRelatedEntitiesTool(memory=memory, user_id="alice").invoke({"entity_name": "Alice"})  # doctest: +SKIP
         'Entities connected to Alice (within 2 hops): Berlin (place), Acme (organization)'
 
     """
 
-    name: str = "related_entities"
-    description: str = (
-        "People, places and things connected to an entity in the memory's knowledge graph (up to two hops "
-        "away). Use it to explore what memory knows around a name.")
-    args_schema: ArgsSchema | None = EntityInput
-
-    def _run(self, entity: str, runtime: Any = None) -> str:
-        scope = self._scope(runtime)
-        if (empty := self._no_memory(scope)) is not None:
-            return empty
-        name = self._entity(entity, scope)
-        related = self._lookup(self.memory.related_entities, name, "look up related entities", scope)
-        if isinstance(related, str):
-            return related
-        if not related:
-            return f"Nothing in memory is connected to {name}."
-        names = ", ".join(f"{e.name} ({e.entity_type})" for e in related)
-        return f"Entities connected to {name} (within 2 hops): {names}"
-
-    async def _arun(self, entity: str, runtime: Any = None) -> str:
-        return await in_thread(self._run, entity, runtime)
+    name: str = RELATED_ENTITIES.name
+    description: str = RELATED_ENTITIES.description
+    args_schema: ArgsSchema | None = RelatedEntitiesInput
 
 
 def create_memory_tools(memory: Any, *, user_id: str | None = None, user_name: str | None = None) -> list[BaseTool]:

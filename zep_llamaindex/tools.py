@@ -1,7 +1,10 @@
 """Memory tools for LlamaIndex agents: search, entity history, related entities.
 
-Each tool answers in plain text an LLM can read; a question about something memory
-does not know gets a sentence saying so, not an exception.
+The tools, their descriptions and their arguments are the core's table
+(:mod:`zep_core.tools`), from which the LangChain tools and the MCP server are built
+too, and :class:`zep_core.tools.MemoryTools` writes their answers: plain text an LLM
+can read. A question about something memory does not know, or a bad argument, gets a
+sentence saying so, not an exception.
 
 Whose memory a tool reads is fixed (``create_memory_tools(memory, user_id="ada")``) or,
 with no ``user_id``, taken from the run's workflow ``Context`` — so one agent serves
@@ -20,26 +23,15 @@ saying what to set — never another user's memory, never a shared default.
 # No ``from __future__ import annotations`` here: LlamaIndex finds the ``ctx: Context``
 # parameter of a tool by comparing the annotation with the class itself.
 
-from collections.abc import Awaitable, Callable
 from typing import Any, Optional
 
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
-from zep_core import Fact, NotFoundError, ValidationError
-from zep_core.aio import in_thread
-from zep_core.sessions import acontext_for, check_memory, context_for
+from zep_core import ValidationError
+from zep_core.sessions import check_memory
+from zep_core.tools import READ_TOOLS, SEARCH_MEMORY, MemoryTools, ToolSpec
 
 __all__ = ["create_memory_tools", "user_from_context"]
-
-
-def _span(fact: Fact) -> str:
-    until = fact.valid_until.date().isoformat() if fact.valid_until else "now"
-    return f"{fact.valid_from.date().isoformat()} .. {until}"
-
-
-def _history_lines(facts: list[Fact]) -> str:
-    canonical = [f for f in facts if f.predicate != "statement"] or facts
-    return "\n".join(f"- {_span(f)}: {f.content}{' (superseded)' if f.superseded_by else ''}" for f in canonical)
 
 
 async def user_from_context(ctx: Context) -> tuple[str, Optional[str]]:
@@ -75,10 +67,12 @@ def create_memory_tools(memory: Any, *, user_id: Optional[str] = None, user_name
             run's workflow Context (see the module docstring).
         user_name: who "I" is in a search (default: from the Context, else the memory's
             ``default_speaker``).
-        top_k: how many facts a search returns (default: the memory's ``context_limit``).
+        top_k: how many facts a search returns when the model gives no ``limit`` (1-50;
+            default: the tools' table, 5).
 
     Returns:
-        ``search_memory(query)``, ``entity_history(entity)`` and ``related_entities(entity)``.
+        ``search_memory(query, limit, as_of)``, ``entity_history(entity_name)`` and
+        ``related_entities(entity_name, limit)``: the tools of :data:`zep_core.tools.READ_TOOLS`.
 
     Example:
         >>> from llama_index.core.agent.workflow import FunctionAgent
@@ -92,75 +86,38 @@ def create_memory_tools(memory: Any, *, user_id: Optional[str] = None, user_name
     check_memory(memory)
     if user_id is not None and (not isinstance(user_id, str) or not user_id.strip()):
         raise ValidationError(f"user_id must be a non-empty string (or None: from the run's Context), got {user_id!r}")
-
-    def search(user: str, name: Optional[str], query: str) -> str:
-        block = context_for(memory, query, user_id=user, user_name=name, limit=top_k)
-        return block or "Memory holds nothing relevant to that."
-
-    async def asearch(user: str, name: Optional[str], query: str) -> str:  # native on a RemoteMemory
-        block = await acontext_for(memory, query, user_id=user, user_name=name, limit=top_k)
-        return block or "Memory holds nothing relevant to that."
-
-    def history(user: str, name: Optional[str], entity: str) -> str:
+    search = SEARCH_MEMORY
+    if top_k is not None:
         try:
-            facts = memory.entity_history(entity, user_id=user)
-        except NotFoundError:
-            return f"Memory knows nothing about {entity!r}."
-        return _history_lines(facts) or f"Memory holds no facts about {entity!r}."
+            search = SEARCH_MEMORY.with_default("limit", top_k)
+        except ValidationError as exc:
+            raise ValidationError(f"top_k is search_memory's default limit: {exc}, got {top_k!r}") from None
+    specs = [search if spec is SEARCH_MEMORY else spec for spec in READ_TOOLS]
+    return [_tool(spec, memory, user_id, user_name) for spec in specs]
 
-    def related(user: str, name: Optional[str], entity: str) -> str:
-        try:
-            found = memory.related_entities(entity, user_id=user)
-        except NotFoundError:
-            return f"Memory knows nothing about {entity!r}."
-        return ", ".join(f"{e.name} ({e.entity_type})" for e in found) or f"Nothing is related to {entity!r}."
 
+def _tool(spec: ToolSpec, memory: Any, user_id: Optional[str], user_name: Optional[str]) -> FunctionTool:
+    """One tool of the core's table: its schema from the table, its answer from ``MemoryTools``.
+
+    LlamaIndex calls a tool with the arguments the model gave, as they are (its schema
+    checks nothing): ``MemoryTools`` checks them and fills in the defaults of ``spec``.
+    """
     if user_id is not None:  # one user's memory; the tools work outside an agent too
-        def search_memory(query: str) -> str:
-            return search(user_id, user_name, query)
+        answers = MemoryTools(memory, user_id=user_id, user_name=user_name)
 
-        async def asearch_memory(query: str) -> str:
-            return await asearch(user_id, user_name, query)
+        def answer(**arguments: Any) -> str:
+            return answers.answer(spec, arguments)
 
-        def entity_history(entity: str) -> str:
-            return history(user_id, user_name, entity)
+        async def aanswer(**arguments: Any) -> str:
+            return await answers.aanswer(spec, arguments)
 
-        def related_entities(entity: str) -> str:
-            return related(user_id, user_name, entity)
+        return FunctionTool.from_defaults(fn=answer, async_fn=aanswer, name=spec.name, description=spec.description,
+                                          fn_schema=spec.arguments_model())
 
-        return [FunctionTool.from_defaults(fn=fn, async_fn=afn or _asyncified(fn), name=fn.__name__,
-                                           description=_DESCRIPTIONS[fn.__name__])
-                for fn, afn in ((search_memory, asearch_memory), (entity_history, None), (related_entities, None))]
-
-    async def in_context(ctx: Context, answer: Callable[[str, Optional[str], str], str], text: str) -> str:
+    async def answer_for(ctx: Context, **arguments: Any) -> str:
         user, found_name = await user_from_context(ctx)
-        return await in_thread(answer, user, user_name or found_name, text)
+        answers = MemoryTools(memory, user_id=user, user_name=user_name or found_name)
+        return await answers.aanswer(spec, arguments)
 
-    async def search_memory_for(ctx: Context, query: str) -> str:
-        user, found_name = await user_from_context(ctx)
-        return await asearch(user, user_name or found_name, query)
-
-    async def entity_history_for(ctx: Context, entity: str) -> str:
-        return await in_context(ctx, history, entity)
-
-    async def related_entities_for(ctx: Context, entity: str) -> str:
-        return await in_context(ctx, related, entity)
-
-    return [FunctionTool.from_defaults(async_fn=fn, name=name, description=_DESCRIPTIONS[name])
-            for name, fn in (("search_memory", search_memory_for), ("entity_history", entity_history_for),
-                             ("related_entities", related_entities_for))]
-
-
-_DESCRIPTIONS = {
-    "search_memory": "Search long-term memory for facts about the user that are true now, with the dates they "
-                     "became true.",
-    "entity_history": "Every fact memory ever held about an entity, oldest first, superseded ones marked.",
-    "related_entities": "Entities connected to an entity within two hops in memory's knowledge graph.",
-}
-
-
-def _asyncified(fn: Callable[[str], str]) -> Callable[..., Awaitable[str]]:
-    async def run(*args: Any, **kwargs: Any) -> str:
-        return await in_thread(fn, *args, **kwargs)
-
-    return run
+    return FunctionTool.from_defaults(async_fn=answer_for, name=spec.name, description=spec.description,
+                                      fn_schema=spec.arguments_model())

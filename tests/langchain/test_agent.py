@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from zep_langchain import ZepMemoryMiddleware, create_memory_tools
 from zep_langchain.testing import ScriptedChatModel
 
-HISTORY_CALL = AIMessage("", tool_calls=[{"name": "entity_history", "args": {"entity": "Alice"}, "id": "call-1"}])
+HISTORY_CALL = AIMessage("", tool_calls=[{"name": "entity_history", "args": {"entity_name": "Alice"}, "id": "call-1"}])
 
 
 def build(memory, session_id, replies, **options):

@@ -119,7 +119,7 @@ def test_a_tool_without_a_user_says_what_to_pass(memory):
 
 def test_the_model_cannot_choose_the_user_of_a_tool(memory):
     search = create_memory_tools(memory)[0]
-    assert set(search.tool_call_schema.model_json_schema()["properties"]) == {"query", "k"}
+    assert set(search.tool_call_schema.model_json_schema()["properties"]) == {"query", "limit", "as_of"}
 
 
 def test_a_custom_context_schema_with_a_user_id_works(memory):

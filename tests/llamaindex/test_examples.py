@@ -40,7 +40,8 @@ def test_agent_example_runs_offline(tmp_path, capsys, monkeypatch):
     out = last_session(capsys.readouterr().out)
     supplied = out.split("memory supplied:")[1].split("tool entity_history")[0]
     assert "Ada lives in Berlin." in supplied and "Paris" not in supplied
-    assert "Ada lives in Paris. (superseded)" in out and "now: Ada lives in Berlin." in out
+    assert "Ada lives in Paris. (valid 2024-01-10 to 2024-02-14; superseded)" in out
+    assert "Ada lives in Berlin. (valid 2024-02-14 to now; current)" in out
 
 
 @pytest.mark.parametrize("name", ["llamaindex_chat", "llamaindex_agent"])
