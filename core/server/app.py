@@ -30,20 +30,11 @@ draws them):
   admin key. ``users`` answers only the key's users; ``get_episode`` of another user's
   episode is ``404``, as for one that does not exist.
 - Errors: ``{"error": {"type": "<ZepMemoryError subclass>", "message": "..."}}``, never a
-  traceback, the data folder's path replaced by ``<data>``:
-
-  ==========================================================  ======
-  ValidationError, InvariantError, a malformed request          422
-  a body over ``max_body_bytes`` (type ValidationError)         413
-  PermissionDeniedError: no key or an unknown key               401
-  PermissionDeniedError: another user, or an admin verb         403
-  NotFoundError (and an unknown endpoint)                       404
-  QueryError                                                    400
-  StoreLockedError; StoreUnavailableError (a full disk)        503
-  ProviderError, ExtractionError                                502
-  StoreError, ConfigError, ZepMemoryError                       500
-  anything else: ``internal error`` (logged by the server)      500
-  ==========================================================  ======
+  traceback, the data folder's path replaced by ``<data>``. Each error class has one status,
+  given by the one table of them, :data:`zep_core.server.statuses.STATUSES` (``/openapi.json``
+  lists it for every endpoint): a malformed request is a ``ValidationError``, an unknown
+  endpoint a ``NotFoundError``, a body over ``max_body_bytes`` a ``ValidationError`` with 413,
+  and anything that is not a ``ZepMemoryError`` is ``internal error`` (logged by the server).
 
 Example:
     >>> app = create_app(memory, KeyRing.from_file("keys.json"))          # doctest: +SKIP
@@ -85,21 +76,8 @@ from pydantic import ValidationError as ShapeError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from .. import errors as _errors
 from ..aio import ASYNC_THREADS
-from ..errors import (
-    ConfigError,
-    ExtractionError,
-    NotFoundError,
-    PermissionDeniedError,
-    ProviderError,
-    QueryError,
-    StoreError,
-    StoreLockedError,
-    StoreUnavailableError,
-    ValidationError,
-    ZepMemoryError,
-)
+from ..errors import ConfigError, NotFoundError, PermissionDeniedError, ValidationError, ZepMemoryError
 from ..memory import Memory
 from ..serialize import entity_to_dict, episode_to_dict, fact_to_dict, message_to_dict
 from ..transfer import _header, _json_lines  # the library's reading of an export's first line
@@ -107,6 +85,7 @@ from ..validation import check_limit
 from . import wire
 from .docs_page import docs_html
 from .keys import OPEN, KeyRing, Principal
+from .statuses import STATUSES, BodyTooLarge, Unauthenticated, public_class, status_of
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "VERBS", "Scope", "Verb", "VerbRouter", "create_app", "is_loopback", "run_server"]
 
@@ -134,10 +113,6 @@ class Scope(NamedTuple):
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-class _Unauthenticated(PermissionDeniedError):
-    """No key, or a key the server does not know: 401."""
 
 
 def authorize(principal: Principal, scope: Scope) -> None:
@@ -407,22 +382,6 @@ def _plain(value: Any) -> Any:
 
 # -- errors -------------------------------------------------------------------------------------------
 
-_STATUS: tuple[tuple[type[BaseException], int], ...] = (
-    (_Unauthenticated, 401), (PermissionDeniedError, 403), (ValidationError, 422), (NotFoundError, 404),
-    (QueryError, 400), (StoreLockedError, 503), (StoreUnavailableError, 503), (ProviderError, 502),
-    (ExtractionError, 502), (StoreError, 500), (ConfigError, 500), (ZepMemoryError, 500),
-)
-_PUBLIC_ERRORS = {name: getattr(_errors, name) for name in _errors.__all__}
-
-
-def _public_type(exc: BaseException) -> str:
-    """The name of the nearest public error class (a private subclass answers as its public parent)."""
-    for cls in type(exc).__mro__:
-        if _PUBLIC_ERRORS.get(cls.__name__) is cls:
-            return cls.__name__
-    return "ZepMemoryError"
-
-
 class _Scrub:
     """Replaces the server's paths (the data folder first) in text that leaves over the network."""
 
@@ -445,14 +404,18 @@ def _error(status: int, kind: str, message: str, headers: Mapping[str, str] | No
     return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status, headers=headers)
 
 
+def refusal(cls: type[ZepMemoryError], message: str) -> JSONResponse:
+    """The answer for an error of class ``cls``: the status of the table (:mod:`.statuses`), ``message`` as it is."""
+    headers = {"WWW-Authenticate": "Bearer"} if issubclass(cls, Unauthenticated) else None
+    return _error(status_of(cls), public_class(cls).__name__, message, headers)
+
+
 def error_response(exc: BaseException, scrub: Callable[[str], str]) -> JSONResponse:
-    """The answer to an exception: the status and body of the table above, never a traceback."""
+    """The answer to an exception: its status from the table (:mod:`.statuses`), its message scrubbed, no traceback."""
     if not isinstance(exc, ZepMemoryError):
         log.error("internal error answering a request", exc_info=exc)
-        return _error(500, "ZepMemoryError", "internal error")
-    status = next(code for cls, code in _STATUS if isinstance(exc, cls))
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return _error(status, _public_type(exc), scrub(" ".join(str(exc).split()) or type(exc).__name__), headers)
+        return refusal(ZepMemoryError, "internal error")
+    return refusal(type(exc), scrub(" ".join(str(exc).split()) or type(exc).__name__))
 
 
 def _shape_message(exc: RequestValidationError | ShapeError) -> str:
@@ -484,7 +447,7 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or ()).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await self._refuse(send)
+            await self._refuse(scope, receive, send)
             return
         chunks, size, more = [], 0, True
         while more:
@@ -494,7 +457,7 @@ class BodyLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await self._refuse(send)
+                await self._refuse(scope, receive, send)
                 return
             chunks.append(chunk)
             more = message.get("more_body", False)
@@ -509,14 +472,11 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Callable) -> None:
-        payload = json.dumps({"error": {"type": "ValidationError", "message": (
-            f"the request body is over the server's limit of {self.max_bytes} bytes (zep-memory serve "
-            "--max-body-bytes); send fewer episodes per call, or split the import")}}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
-                                (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": payload})
+    async def _refuse(self, scope: dict, receive: Callable, send: Callable) -> None:
+        response = refusal(BodyTooLarge, f"the request body is over the server's limit of {self.max_bytes} bytes "
+                           "(zep-memory serve --max-body-bytes); send fewer episodes per call, or split the import")
+        response.headers["connection"] = "close"
+        await response(scope, receive, send)
 
 
 def _bearer(scope: Mapping[str, Any]) -> str | None:
@@ -581,7 +541,7 @@ class VerbRouter:
             body = verb.request.model_validate_json(b"".join(chunks))
             response = await self.serve(verb, principal, body)
         except ShapeError as exc:
-            response = _error(422, "ValidationError", self.scrub(_shape_message(exc)))
+            response = refusal(ValidationError, self.scrub(_shape_message(exc)))
         except Exception as exc:  # as in the route: every error is the table's answer, never a traceback
             response = error_response(exc, self.scrub)
         await response(scope, receive, send)
@@ -691,12 +651,15 @@ def _endpoint(verb: Verb, serve: Serve, authenticate: Callable[..., Principal],
     return endpoint
 
 
-_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    code: {"model": wire.ErrorBody, "description": what} for code, what in (
-        (400, "QueryError"), (401, "no or unknown API key"), (403, "a user this key may not use"),
-        (404, "NotFoundError"), (413, "body over max_body_bytes"), (422, "ValidationError"),
-        (500, "StoreError, ConfigError, internal error"), (502, "ProviderError, ExtractionError"),
-        (503, "StoreLockedError, StoreUnavailableError"))}
+def _error_responses() -> dict[int | str, dict[str, Any]]:
+    """The error answers every endpoint may give, for the OpenAPI document: the table's rows by status."""
+    means: dict[int, list[str]] = {}
+    for row in STATUSES:
+        means.setdefault(row.status, []).append(f"{public_class(row.error).__name__}: {row.means}")
+    return {status: {"model": wire.ErrorBody, "description": "; ".join(what)} for status, what in sorted(means.items())}
+
+
+_ERROR_RESPONSES = _error_responses()
 
 
 def create_app(memory: Memory, keys: KeyRing | None, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
@@ -724,11 +687,11 @@ def create_app(memory: Memory, keys: KeyRing | None, *, max_body_bytes: int = DE
         if keys is None:
             return OPEN
         if key is None:
-            raise _Unauthenticated("this server needs an API key: send 'Authorization: Bearer <key>' "
+            raise Unauthenticated("this server needs an API key: send 'Authorization: Bearer <key>' "
                                    "(RemoteMemory(url, api_key=...))")
         principal = keys.authenticate(key)
         if principal is None:
-            raise _Unauthenticated("unknown API key: the server does not accept it; check the key")
+            raise Unauthenticated("unknown API key: the server does not accept it; check the key")
         return principal
 
     async def authenticate(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Principal:
@@ -791,7 +754,7 @@ def create_app(memory: Memory, keys: KeyRing | None, *, max_body_bytes: int = DE
             memory.check_consistency("zep-readyz-probe")
         except Exception as exc:
             log.warning("not ready: %s", exc)
-            return _error(503, _public_type(exc), "not ready: " + scrub(" ".join(str(exc).split())))
+            return _error(503, public_class(type(exc)).__name__, "not ready: " + scrub(" ".join(str(exc).split())))
         return JSONResponse({"status": "ready"})
 
     async def on_zep_error(request: Request, exc: Exception) -> Response:
@@ -799,13 +762,13 @@ def create_app(memory: Memory, keys: KeyRing | None, *, max_body_bytes: int = DE
 
     async def on_shape_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
-        return _error(422, "ValidationError", scrub(_shape_message(exc)))
+        return refusal(ValidationError, scrub(_shape_message(exc)))
 
     async def on_http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         where = f"{request.method} {request.url.path}"
         if exc.status_code == 404:
-            return _error(404, "NotFoundError", f"no endpoint {where[:200]}; see /docs for the endpoints")
+            return refusal(NotFoundError, f"no endpoint {where[:200]}; see /docs for the endpoints")
         if exc.status_code == 405:
             return _error(405, "ValidationError", f"{where[:200]}: method not allowed (the verbs are POST)")
         return _error(exc.status_code, "ZepMemoryError", scrub(str(exc.detail))[:200])

@@ -41,24 +41,18 @@ import httpx
 import orjson
 
 from .. import __version__
-from .. import errors as _errors
 from ..config import LimitSettings, MemoryConfig, ScoringSettings
-from ..errors import ConfigError, NotFoundError, PermissionDeniedError, StoreError, ValidationError, ZepMemoryError
+from ..errors import ConfigError, StoreError, ValidationError, ZepMemoryError
 from ..maintenance import MaintenanceReport
 from ..models import Entity, Episode, Fact, IngestResult, Message, coerce_messages, to_utc
 from ..serialize import entity_from_dict, episode_from_dict, fact_from_dict, message_from_dict, message_to_dict
 from ..transfer import ExportCounts, ImportReport
 from ..validation import check_episodes
 from . import wire
+from .statuses import GATEWAY_STATUSES, error_class
 
 __all__ = ["RemoteMemory"]
 
-_RETRY_STATUSES = frozenset({502, 503, 504})
-_ERRORS = {name: getattr(_errors, name) for name in _errors.__all__}
-_BY_STATUS: dict[int, type[ZepMemoryError]] = {
-    400: ValidationError, 401: PermissionDeniedError, 403: PermissionDeniedError, 404: NotFoundError,
-    413: ValidationError, 422: ValidationError, 502: StoreError, 503: StoreError, 504: StoreError,
-}
 _EPISODE_KEYS = ("session_id", "messages", "user_id", "episode_id")
 
 
@@ -230,7 +224,7 @@ class RemoteMemory:
                 if attempt + 1 == attempts:
                     raise self._transport_error(exc, call) from None
             else:
-                if response.status_code not in _RETRY_STATUSES or attempt + 1 == attempts:
+                if response.status_code not in GATEWAY_STATUSES or attempt + 1 == attempts:
                     if response.is_error:
                         response.read()
                         response.close()
@@ -261,7 +255,7 @@ class RemoteMemory:
                 if attempt + 1 == attempts:
                     raise self._transport_error(exc, call) from None
             else:
-                if response.status_code not in _RETRY_STATUSES or attempt + 1 == attempts:
+                if response.status_code not in GATEWAY_STATUSES or attempt + 1 == attempts:
                     if response.is_error:
                         raise self._error(response)
                     return response
@@ -290,10 +284,7 @@ class RemoteMemory:
         except (ValueError, KeyError, TypeError):
             kind, message = None, (f"the server at {self.url} answered {response.status_code} "
                                    f"{response.reason_phrase} to {response.request.url.path}")
-        cls = _ERRORS.get(kind) if isinstance(kind, str) else None
-        if cls is None:
-            cls = _BY_STATUS.get(response.status_code, ZepMemoryError)
-        return cls(str(message))
+        return error_class(kind, response.status_code)(str(message))
 
     def _transport_error(self, exc: httpx.TransportError, call: _Call) -> StoreError:
         unsure = ("" if call.idempotent or isinstance(exc, httpx.ConnectError) else
