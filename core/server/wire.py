@@ -8,6 +8,11 @@ the dicts of :mod:`zep_core.serialize` (a fact with its scores), described here 
 FastAPI can draw the OpenAPI document (``/docs``). An error is
 ``{"error": {"type": "NotFoundError", "message": "..."}}`` (:class:`ErrorBody`).
 
+A model that restates a record of the library keeps its fields: the two reports are made
+from their dataclasses here, and a test holds the others (a fact, an entity, a message,
+an episode, an ingest result; each request against the keyword arguments of its verb) to
+the library's types.
+
 The converters at the end turn what the verbs return that is not a record
 (:class:`~zep_core.IngestResult`, :class:`~zep_core.MaintenanceReport`, the import
 report) into those dicts and back.
@@ -15,11 +20,12 @@ report) into those dicts and back.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import asdict
-from typing import Any, Generic, TypeVar
+from dataclasses import MISSING, asdict
+from typing import Any, Generic, TypeVar, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..maintenance import MaintenanceReport
 from ..models import Discarded, IngestResult
@@ -74,13 +80,8 @@ class ConversationEndRequest(_Request):
     episode_id: str | None = None
 
 
-class EpisodeIn(_Request):
-    """One episode of :meth:`Memory.conversation_end_many`."""
-
-    session_id: str
-    messages: list[MessageIn]
-    user_id: str | None = Field(None, description=USER_ID)
-    episode_id: str | None = None
+class EpisodeIn(ConversationEndRequest):
+    """One episode of :meth:`Memory.conversation_end_many`: the arguments of one ``conversation_end``."""
 
 
 class ConversationEndManyRequest(_Request):
@@ -319,28 +320,24 @@ class IngestResultOut(BaseModel):
     error: str | None
 
 
-class MaintenanceReportOut(BaseModel):
-    """What ``maintain`` did (:class:`~zep_core.MaintenanceReport`)."""
+def _model_of(record: type, name: str, doc: str) -> type[BaseModel]:
+    """A model with the fields of the dataclass ``record`` (its types and defaults), for the OpenAPI document.
 
-    retried: int
-    completed: int
-    still_pending: list[str]
-    entities_refreshed: int
-    index_writes_replayed: int
-    failed: list[str]
-    sessions_ended: int = 0
+    For a record whose fields JSON carries as they are, so the wire cannot drift from it.
+    """
+    hints = get_type_hints(record)
+    fields_: dict[str, Any] = {
+        f.name: (hints[f.name], Field(default_factory=f.default_factory) if f.default_factory is not MISSING
+                 else (... if f.default is MISSING else f.default)) for f in dataclasses.fields(record)}
+    return create_model(name, __doc__=doc, __module__=__name__, **fields_)
 
 
-class ImportReportOut(BaseModel):
-    """What ``import_user`` wrote back (:class:`~zep_core.transfer.ImportReport`)."""
-
-    user_id: str
-    episodes: int
-    entities: int
-    facts: int
-    chat_messages: int
-    reembedded: bool
-    replaced: bool
+#: What ``maintain`` did (:class:`~zep_core.MaintenanceReport`, field by field).
+MaintenanceReportOut = _model_of(MaintenanceReport, "MaintenanceReportOut",
+                                 "What ``maintain`` did (:class:`~zep_core.MaintenanceReport`).")
+#: What ``import_user`` wrote back (:class:`~zep_core.transfer.ImportReport`, field by field).
+ImportReportOut = _model_of(ImportReport, "ImportReportOut",
+                            "What ``import_user`` wrote back (:class:`~zep_core.transfer.ImportReport`).")
 
 
 class Info(BaseModel):
@@ -409,11 +406,8 @@ def maintenance_report_to_dict(report: MaintenanceReport) -> dict[str, Any]:
 
 def maintenance_report_from_dict(data: Mapping[str, Any]) -> MaintenanceReport:
     """The :class:`~zep_core.MaintenanceReport` :func:`maintenance_report_to_dict` wrote."""
-    return MaintenanceReport(retried=data["retried"], completed=data["completed"],
-                             still_pending=tuple(data["still_pending"]),
-                             entities_refreshed=data["entities_refreshed"],
-                             index_writes_replayed=data["index_writes_replayed"], failed=tuple(data.get("failed", ())),
-                             sessions_ended=data.get("sessions_ended", 0))
+    known = {f.name for f in dataclasses.fields(MaintenanceReport)}
+    return MaintenanceReport(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known})
 
 
 def import_report_to_dict(report: ImportReport) -> dict[str, Any]:
