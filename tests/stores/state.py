@@ -71,6 +71,31 @@ def sqlite_rows(db_path: Path) -> tuple[dict[str, frozenset], dict[str, tuple], 
     return rows, facts, entities
 
 
+def postgres_rows(url: str) -> tuple[dict[str, frozenset], dict[str, tuple], dict[str, str]]:
+    """Read a PostgreSQL memory's tables through a connection of the test's own (the tables' owner).
+
+    Every tenant table, the lexical index's included, without vectors or the identity columns
+    (``rowid``, the outbox's ``seq``), as :func:`sqlite_rows` reads zep.db.
+    """
+    import psycopg
+    from zep_core.stores.postgres import TENANT_TABLES
+    from zep_core.stores.postgres.schema import SCHEMA_NAME
+
+    rows = {}
+    with psycopg.connect(url, options=f"-c search_path={SCHEMA_NAME},public") as conn:
+        for table in TENANT_TABLES:
+            cols = [r[0] for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s "
+                "AND column_name NOT IN ('embedding', 'rowid') ORDER BY ordinal_position", [SCHEMA_NAME, table])]
+            rows[table] = frozenset(tuple(r) for r in conn.execute(f"SELECT {', '.join(cols)} FROM {table}"))
+        facts = {r[0]: (r[1], r[2], r[3], r[4], r[5] is None and r[6] is None, r[6], r[5]) for r in conn.execute(
+            "SELECT id, user_id, subject_id, object_id, predicate, valid_until, superseded_by FROM facts")}
+        entities = dict(conn.execute("SELECT id, user_id FROM entities").fetchall())
+        rows["vector_tiers"] = frozenset(conn.execute("SELECT user_id FROM vector_tiers WHERE state = 'ready'"))
+    rows["outbox"] = frozenset(r[1:] for r in rows["outbox"])
+    return rows, facts, entities
+
+
 def graph_state(graph) -> tuple[dict[str, str], dict[str, tuple], dict[str, tuple]]:
     """Nodes and FACT relationships, by raw Cypher on the Kùzu index.
 
@@ -93,6 +118,13 @@ def data_files(root: Path) -> frozenset:
 def snapshot(memory, *, with_files: bool = False) -> StoreState:
     """The state of an open memory's three stores, read directly from each (after a flush)."""
     memory.flush()  # index writes may still be queued for the background indexer
+    if memory.config.database_url:  # PostgreSQL: the vectors and the graph are the record tables themselves
+        rows, facts, entities = postgres_rows(memory.config.database_url)
+        rows.pop("vector_tiers")
+        edges = {f: (v[0], v[1], v[2], v[4]) for f, v in facts.items() if v[2] is not None and v[1] != v[2]
+                 and entities.get(v[1]) == v[0] == entities.get(v[2])}
+        return StoreState(rows=rows, facts=facts, entities=entities, graph_nodes=dict(entities), graph_edges=edges,
+                          graph_edges_backward=dict(edges))
     rows, facts, entities = sqlite_rows(memory.data_dir / "zep.db")
     promoted = frozenset(u for (u,) in rows.pop("vector_tiers"))
     stores = memory._stores
