@@ -56,7 +56,8 @@ def episode(seed: int, trial: int, index: int) -> tuple[str, str, list[Message]]
     return f"c{seed}-t{trial}-e{index}", user, messages
 
 
-def ingest_until_killed(data: str, acks: str, seed: int, trial: int, embedder: str, retry: list[str]) -> None:
+def ingest_until_killed(data: str, acks: str, seed: int, trial: int, embedder: str, retry: list[str],
+                        database_url: str | None = None) -> None:
     """Open the memory and keep writing; never returns on its own (the parent kills it)."""
     fd = os.open(acks, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
@@ -68,8 +69,8 @@ def ingest_until_killed(data: str, acks: str, seed: int, trial: int, embedder: s
     # a user's vectors get a Chroma collection from their third current fact: kills land in both tiers and
     # in promotions (a collection built from SQLite, then marked); Chroma is started at the open, as the
     # parent kills its process too
-    memory = Memory(MemoryConfig(data_dir=data, embedder=emb, vector_exact_below=3))
-    ack(f"open {getattr(memory._stores.vectors.chroma, 'pid', None) or -1}")
+    memory = Memory(MemoryConfig(data_dir=data, embedder=emb, vector_exact_below=3, database_url=database_url))
+    ack(f"open {getattr(getattr(memory._stores.vectors, 'chroma', None), 'pid', None) or -1}")
 
     def send(eid: str, user: str, messages: list[Message]) -> None:
         result = memory.conversation_end("s", messages, user_id=user, episode_id=eid)
@@ -105,7 +106,7 @@ def serve() -> None:
                     os.dup2(log, 2)
                     faulthandler.enable()  # a native crash leaves every thread's stack in the log
                     ingest_until_killed(cmd["data"], cmd["acks"], cmd["seed"], cmd["trial"], cmd["embedder"],
-                                        cmd["retry"])
+                                        cmd["retry"], cmd.get("database_url"))
                 except BaseException:
                     traceback.print_exc()
                     sys.stderr.flush()

@@ -97,8 +97,15 @@ def wait_for_open(acks: Path, skip: int, pid: int, limit_s: float = TRIAL_TIMEOU
     return None
 
 
-def outbox_left(db: Path) -> int:
+def outbox_left(db: Path, database_url: str | None = None) -> int:
     """Index writes a kill left pending, read before the memory replays them."""
+    if database_url is not None:
+        import psycopg
+
+        with psycopg.connect(database_url) as conn:
+            if conn.execute("SELECT to_regclass('zep.outbox')").fetchone()[0] is None:
+                return 0  # killed before the schema existed
+            return conn.execute("SELECT count(*) FROM zep.outbox").fetchone()[0]
     if not db.exists():
         return 0
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -188,7 +195,7 @@ class Check(threading.Thread):
 
     def run(self) -> None:
         started = time.monotonic()
-        self.outbox_left = outbox_left(Path(self.folder.config.data_dir) / "zep.db")
+        self.outbox_left = outbox_left(Path(self.folder.config.data_dir) / "zep.db", self.folder.config.database_url)
         try:
             self.wrong, _ = check_after_crash(self.folder.config, read_acks(self.folder.acks))
         except Exception as exc:  # a store that cannot be reopened is the worst finding
@@ -196,10 +203,13 @@ class Check(threading.Thread):
         self.seconds = time.monotonic() - started
 
 
-def test_sigkill_at_random_points_loses_no_acknowledged_episode_and_leaves_stores_agreeing(tmp_path, embedder):
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_sigkill_at_random_points_loses_no_acknowledged_episode_and_leaves_stores_agreeing(tmp_path, embedder,
+                                                                                         backend_options, backend):
     rng = random.Random(SEED)
     folders = [Folder(name, kind, MemoryConfig(data_dir=tmp_path / name,
-                                               embedder=HashEmbedder() if kind == "hash" else embedder),
+                                               embedder=HashEmbedder() if kind == "hash" else embedder,
+                                               **backend_options(tmp_path / name)),
                       tmp_path / f"{name}.acks")
                for name, kind in (("hash-a", "hash"), ("hash-b", "hash"), ("local", "local"))]
     order = [folders[0], folders[1], folders[0], folders[1], folders[2]]  # consecutive trials never share one
@@ -226,7 +236,7 @@ def test_sigkill_at_random_points_loses_no_acknowledged_episode_and_leaves_store
             pending = next_unacked(before, SEED, folder.last_trial) if folder.last_trial is not None else None
             log = tmp_path / f"child-{trial}.log"
             pid = zygote.ask(cmd="fork", data=str(folder.config.data_dir), acks=str(folder.acks), log=str(log),
-                             seed=SEED, trial=trial, embedder=folder.embedder,
+                             seed=SEED, trial=trial, embedder=folder.embedder, database_url=folder.config.database_url,
                              retry=[pending] if pending else [])["pid"]
             from_fork, chroma_too, delay = rng.random() < FROM_FORK, rng.random() < CHROMA_TOO, rng.uniform(
                 MIN_DELAY, MAX_DELAY)
@@ -271,7 +281,8 @@ def test_sigkill_at_random_points_loses_no_acknowledged_episode_and_leaves_store
     stats["vector_index_rebuilds_after_torn_writes"] = rebuilds.count
     stats["seconds"] = round(time.monotonic() - started, 1)
     stats["check_seconds"] = round(stats["check_seconds"], 1)
-    record("crash", dict(stats, seed=SEED, requested_trials=TRIALS, kill_delay_s=[MIN_DELAY, MAX_DELAY],
+    name = "crash" if backend == "sqlite" else "crash-postgres"
+    record(name, dict(stats, seed=SEED, requested_trials=TRIALS, kill_delay_s=[MIN_DELAY, MAX_DELAY],
                          failures=failures[:20]),
            f"ZEP_CRASH_TRIALS={TRIALS} ZEP_CRASH_SEED={SEED} .venv/bin/python -m pytest -q "
            "tests/reliability/test_crash.py")
