@@ -470,8 +470,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     def listening(url: str) -> None:
         who = f"{len(keys)} API keys" if keys else "no API keys: every request may use every user (loopback only)"
-        print(f"zep-memory: serving {memory.data_dir} at {url} ({who}); docs at {url}/docs", file=sys.stderr,
-              flush=True)
+        where = memory.data_dir
+        if memory.config.database_url:  # shown without its password
+            from ..stores.postgres import public_url
+
+            where = public_url(memory.config.database_url)
+        print(f"zep-memory: serving {where} at {url} ({who}); docs at {url}/docs", file=sys.stderr, flush=True)
 
     with open_memory(args, create=True, end_left_sessions=True) as memory:
         run_server(memory, keys, host=args.host, port=args.port, max_body_bytes=limit, log_level=args.log_level,

@@ -1,6 +1,6 @@
 """What the common options mean: the Memory to open, the user, the output format.
 
-``--data``, ``--config`` and ``--chroma-url`` name the Memory, ``--user`` the user and
+``--data``, ``--database-url``, ``--config`` and ``--chroma-url`` name the Memory, ``--user`` the user and
 ``--json`` the output. Every command opens its memory with :func:`open_memory` and
 prints with :func:`emit`, so the options mean the same thing everywhere.
 """
@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import importlib
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,9 @@ def config_from(args: argparse.Namespace) -> MemoryConfig:
         changes["data_dir"] = "./data"
     if args.chroma_url is not None:
         changes["chroma_url"] = args.chroma_url
+    database_url = getattr(args, "database_url", None) or os.environ.get("ZEP_DATABASE_URL")
+    if database_url:  # an environment variable keeps a password out of the process list
+        changes["database_url"] = database_url
     return config.with_(**changes) if changes else config
 
 
@@ -76,12 +80,12 @@ def open_memory(args: argparse.Namespace, *, create: bool = False, **changes: An
     """
     config = config_from(args).with_(**{"end_left_sessions": False, **changes})
     folder = Path(config.data_dir)
-    if not create and not (folder / "zep.db").is_file():
+    if not create and config.database_url is None and not (folder / "zep.db").is_file():
         state = "does not exist" if not folder.exists() else "holds no memory (no zep.db)"
         raise NotFoundError(f"the data folder {folder} {state}; pass --data with the folder your memory is in, "
                             "or create one with `zep-memory ingest FILE --data DIR` (or `zep-memory demo --data DIR`)")
     before = set(folder.iterdir()) if folder.is_dir() else None
-    fresh = create and not (folder / "zep.db").is_file()
+    fresh = create and config.database_url is None and not (folder / "zep.db").is_file()
     try:
         with Memory(config) as memory:
             try:

@@ -92,6 +92,9 @@ COMMON: tuple[Arg, ...] = (
         help="print machine-readable JSON instead of text"),
     arg("--chroma-url", metavar="URL", default=None,
         help="use a Chroma server (`chroma run`) at URL instead of the embedded index"),
+    arg("--database-url", metavar="URL", default=None,
+        help="keep the memory in PostgreSQL (postgresql://user@host:port/db; the password from PGPASSWORD or "
+             "~/.pgpass) instead of the data folder; default: $ZEP_DATABASE_URL if set"),
     arg("--config", metavar="MODULE:NAME", default=None,
         help="a MemoryConfig, or a function returning one, to use your own embedder or extractor "
              "(e.g. myapp.memory:config, or zep_core:MemoryConfig.from_env when available); "
