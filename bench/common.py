@@ -187,3 +187,14 @@ def write_result(name: str, data: dict[str, Any], out_dir: Path | None = None) -
     payload = {"benchmark": name, "environment": environment(), **data}
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     return path
+
+
+def options_for(settings: Any, folder: Path) -> dict[str, Any]:
+    """The ``MemoryConfig`` fields a benchmark gives the memory in ``folder``.
+
+    ``settings`` is a mapping (the same fields for every memory) or a function of the folder
+    (``bench.backends`` gives each folder a PostgreSQL database of its own that way).
+    """
+    if settings is None:
+        return {}
+    return dict(settings(folder)) if callable(settings) else dict(settings)

@@ -24,7 +24,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -33,7 +33,16 @@ from typing import Any
 from zep_core.config import SPEC_SCORING
 
 from .baselines import BM25Turns, DenseTurns, Hit, RawTurn
-from .common import LOCOMO_DEV, TOKEN_METHOD, Progress, load_average, percentiles, token_estimate, write_result
+from .common import (
+    LOCOMO_DEV,
+    TOKEN_METHOD,
+    Progress,
+    load_average,
+    options_for,
+    percentiles,
+    token_estimate,
+    write_result,
+)
 from .recall import Tally
 
 __all__ = ["CATEGORIES", "VARIANTS", "Conversation", "Question", "Variant", "load", "normalise_evidence", "run",
@@ -265,7 +274,7 @@ def run(path: str | Path, *, quick: bool = False, conversations: Sequence[str] |
         max_questions: int | None = None, max_sessions: int | None = None, variants: Sequence[Variant] = VARIANTS,
         embedder: Any = None,
         data_dir: str | Path | None = None, progress: Progress | None = None,
-        out_dir: Path | None = None, save: bool = True, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        out_dir: Path | None = None, save: bool = True, settings: Any = None) -> dict[str, Any]:
     """Run the LoCoMo benchmark and return (and write) its results.
 
     Args:
@@ -280,7 +289,8 @@ def run(path: str | Path, *, quick: bool = False, conversations: Sequence[str] |
         progress: progress printer.
         out_dir: results folder (default ``bench/results``).
         save: write ``locomo.json``.
-        settings: ``MemoryConfig`` fields for every memory built (e.g. ``vector_exact_below``).
+        settings: ``MemoryConfig`` fields for every memory built (e.g. ``vector_exact_below``), or a
+            function of the memory's folder giving them (:func:`bench.common.options_for`).
     """
     from zep_core import Memory, MemoryConfig
     from zep_core.providers.local import LocalEmbedder
@@ -295,7 +305,7 @@ def run(path: str | Path, *, quick: bool = False, conversations: Sequence[str] |
     tmp = Path(tempfile.mkdtemp(prefix="bench-locomo-")) if data_dir is None else None
     root = Path(data_dir) if data_dir else tmp / "data"
     embedder = embedder or LocalEmbedder()
-    base = MemoryConfig(data_dir=root, embedder=embedder, **(settings or {}))
+    base = MemoryConfig(data_dir=root, embedder=embedder, **options_for(settings, root))
     systems: dict[str, Any] = {}
     try:
         ingest_stats = []

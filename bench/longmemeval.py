@@ -48,14 +48,14 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from .baselines import BM25Turns, DenseTurns, Hit, RawTurn
-from .common import LONGMEMEVAL_DEV, TOKEN_METHOD, Progress, load_average, percentiles, write_result
+from .common import LONGMEMEVAL_DEV, TOKEN_METHOD, Progress, load_average, options_for, percentiles, write_result
 from .locomo import VARIANTS, Variant, _settings
 from .recall import Tally
 
@@ -338,7 +338,7 @@ def _ingest_bulk(memory: Any, items: Sequence[Item]) -> int:
 
 
 def run_long(path: str | Path, *, per_type: int, embedder: Any, root: Path, progress: Progress,
-             settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             settings: Any = None) -> dict[str, Any]:
     """The same questions on the oracle and on a long history (:func:`long_history`), with the baselines."""
     from zep_core import Memory, MemoryConfig
 
@@ -353,7 +353,8 @@ def run_long(path: str | Path, *, per_type: int, embedder: Any, root: Path, prog
         embedder.embed([t.content for t in turns])
         embed_wall, embed_cpu = time.perf_counter() - t0, time.process_time() - c0
         clock = AskedClock()
-        with Memory(MemoryConfig(data_dir=root / f"long-{name}", embedder=embedder, **(settings or {})),
+        with Memory(MemoryConfig(data_dir=root / f"long-{name}", embedder=embedder,
+                                 **options_for(settings, root / f"long-{name}")),
                     clock=clock) as memory:
             t0, c0 = time.perf_counter(), time.process_time()
             facts = _ingest_bulk(memory, items)
@@ -382,7 +383,7 @@ def run_long(path: str | Path, *, per_type: int, embedder: Any, root: Path, prog
 def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
         assistant_speakers: Sequence[str | None] | None = None, variants: Sequence[Variant] = LME_VARIANTS,
         data_dir: str | Path | None = None, progress: Progress | None = None, long_per_type: int | None = None,
-        out_dir: Path | None = None, save: bool = True, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        out_dir: Path | None = None, save: bool = True, settings: Any = None) -> dict[str, Any]:
     """Run the LongMemEval benchmark and return (and write) its results.
 
     Args:
@@ -400,7 +401,8 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
             (:func:`run_long`); default 4 full, 2 quick, 0 for none.
         out_dir: results folder (default ``bench/results``).
         save: write ``longmemeval.json``.
-        settings: ``MemoryConfig`` fields for every memory built (e.g. ``vector_exact_below``).
+        settings: ``MemoryConfig`` fields for every memory built (e.g. ``vector_exact_below``), or a
+            function of the memory's folder giving them (:func:`bench.common.options_for`).
     """
     from zep_core import Memory, MemoryConfig
     from zep_core.providers.local import LocalEmbedder
@@ -422,7 +424,7 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
         for n, speaker in enumerate(assistant_speakers):
             label = "zep" if n == 0 else f"zep[assistant_speaker={speaker!r}]"
             base = MemoryConfig(data_dir=root / f"ingest{n}", embedder=embedder, assistant_speaker=speaker,
-                                **(settings or {}))
+                                **options_for(settings, root / f"ingest{n}"))
             clock = AskedClock()
             with Memory(base, clock=clock) as memory:
                 t0 = time.perf_counter()

@@ -130,6 +130,9 @@ class IndexSync:
     def __init__(self, stores: Stores, *, apply_at_commit: bool = False) -> None:
         self.records: SyncRecords = stores.records
         self.vectors, self.graph = stores.vectors, stores.graph
+        #: Whether the indexes are copies to keep up to date (Chroma, Kùzu); on PostgreSQL they
+        #: are the record tables themselves, so nothing is queued and no read waits.
+        self.derived = stores.derived
         self.apply_at_commit = apply_at_commit
         self._write_lock = threading.RLock()  # writers: the update rules read, then write
         self._index_lock = threading.RLock()  # one outbox drain at a time; writers don't wait for it
@@ -209,7 +212,7 @@ class IndexSync:
                 last = self._deferred == 0
                 if last:
                     self._released.clear()
-            if last and self.records.outbox_size():
+            if last and self.derived and self.records.outbox_size():
                 self._wakeup.set()
                 if self.apply_at_commit:
                     self.drain()
@@ -227,11 +230,12 @@ class IndexSync:
             ops: list[OutboxOp] = []
             with self.records.transaction():
                 yield ops
-                self.records.add_outbox([op.to_row() for op in ops])
+                if self.derived:
+                    self.records.add_outbox([op.to_row() for op in ops])
             for user in {op.user_id for op in ops}:
                 self._written += 1
                 self._versions[user] = self._written
-            if ops:
+            if ops and self.derived:
                 self._pending = True
                 self._apply_now = self._apply_now or apply_now
                 self._last_write = time.monotonic()
@@ -301,7 +305,7 @@ class IndexSync:
         and graph are their own, so other users' queued writes cannot change its answer, and
         a read does not queue behind a busy indexer working for them.
         """
-        if self.records.outbox_size(user_id):
+        if self.derived and self.records.outbox_size(user_id):
             self.drain()
 
     def wake(self) -> None:

@@ -48,6 +48,8 @@ class Stores:
         graph: the graph index (derived; rebuilt from ``records``).
         lock: the data folder's lock, released by :meth:`close`; None when the stores
             need none (e.g. server stores).
+        derived: whether the indexes are copies of the records, kept up to date through the
+            outbox (Chroma, Kùzu); False where they are the record tables themselves (PostgreSQL).
 
     """
 
@@ -55,6 +57,7 @@ class Stores:
     vectors: VectorIndex
     graph: GraphIndex
     lock: DataDirLock | None = None
+    derived: bool = True
 
     @property
     def recovering(self) -> bool:
@@ -145,7 +148,7 @@ def open_postgres(config: MemoryConfig) -> Stores:
     except OSError as exc:
         records.close()
         raise StoreError(f"cannot create the scratch folder {config.data_path}: {exc}") from exc
-    return Stores(records, PgVectorIndex(records), PgGraphIndex(records), None)
+    return Stores(records, PgVectorIndex(records), PgGraphIndex(records), None, derived=False)
 
 
 def _open_vectors(path: Path, config: MemoryConfig, records: RecordStore) -> VectorIndex:

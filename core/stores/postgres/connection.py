@@ -41,6 +41,8 @@ STORE = _Store()
 Scope = Tenant | _Store
 
 _CHUNK = 500  # ids per ``= ANY(%s)`` list
+#: Take the role and name the tenant, both for the rest of the transaction only (``SET LOCAL``).
+_SCOPE = "SELECT set_config('role', %s, %s), set_config('zep.tenant', %s, %s)"
 
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 _PASSWORD_PARAMETER = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
@@ -92,6 +94,8 @@ class PgConnection:
                                         f"{_first_line(exc)}. Check that the server runs and the URL's "
                                         "host, port, user and database are right") from None
         self._lock = threading.RLock()
+        #: ``(role, tenant)`` the session runs its autocommit statements under (None: not set yet).
+        self._session_scope: tuple[str, str] | None = None
         try:
             self._migrate()
             register_vector(self.conn)
@@ -149,20 +153,29 @@ class PgConnection:
 
     @contextmanager
     def _scoped(self, scope: Scope) -> Iterator[Any]:
-        """A cursor whose statements run under ``scope``, inside the open transaction or one of their own."""
+        """A cursor whose statements run under ``scope``.
+
+        Inside an open transaction (a write), the scope is set for the rest of that transaction
+        only (``SET LOCAL``): each call sets its own before its statements. A statement on its
+        own (a read) runs in autocommit under the connection's session scope, set first whenever
+        it is not already this one (one round trip per statement, not four: ``BEGIN``, the scope,
+        the statement, ``COMMIT``).
+        """
         if scope is STORE:
             role, tenant = STORE_ROLE, ""
         else:
             role, tenant = TENANT_ROLE, key(scope)
         with self._lock:
             conn = self.conn
-            own = conn.info.transaction_status == self._psycopg.pq.TransactionStatus.IDLE
             try:
-                with conn.transaction() if own else _nothing():
-                    cur = conn.cursor()
-                    cur.execute("SELECT set_config('role', %s, true), set_config('zep.tenant', %s, true)",
-                                [role, tenant])
-                    yield cur
+                cur = conn.cursor(binary=True)  # binary results: a vector is read as bytes, not parsed from text
+                if conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+                    cur.execute(_SCOPE, [role, True, tenant, True])
+                elif self._session_scope != (role, tenant):
+                    self._session_scope = None  # unknown until the server said yes
+                    cur.execute(_SCOPE, [role, False, tenant, False])
+                    self._session_scope = (role, tenant)
+                yield cur
             except self._psycopg.Error as exc:
                 raise self._failed("statement", exc) from None
 
