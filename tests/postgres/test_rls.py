@@ -150,3 +150,22 @@ def test_the_store_scopes_each_statement_to_the_tenant_it_was_given(pg_url):
         assert [m.content for _, m in store.session_messages(BOB, "s")] == ["hello"]
     finally:
         store.close()
+
+
+def test_a_lost_connection_fails_the_call_it_cut_and_the_next_call_connects_again(pg_url):
+    from zep_core.errors import StoreUnavailableError
+
+    store = PgRecordStore(pg_url)
+    try:
+        store.add_session_messages(ANN, "s", [Message("before", id="m0", timestamp=T0)])
+        pid = store._rows(ANN, "SELECT pg_backend_pid()")[0][0]
+        with psycopg.connect(pg_url, autocommit=True) as admin:  # as a restarted server or a dropped link would
+            admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+        with pytest.raises(StoreUnavailableError, match="retry once the server answers"):
+            store.session_messages(ANN, "s")
+        store.add_session_messages(ANN, "s", [Message("after", id="m1", timestamp=T0)])  # a new connection
+        assert [m.content for _, m in store.session_messages(ANN, "s")] == ["before", "after"]
+        assert store._rows(ANN, "SELECT pg_backend_pid()")[0][0] != pid
+        assert store._rows(BOB, "SELECT count(*) FROM session_messages")[0][0] == 0  # scoped as before
+    finally:
+        store.close()

@@ -81,27 +81,47 @@ class PgConnection:
     """One PostgreSQL connection shared by threads under a lock: what every job of the record store goes through."""
 
     def __init__(self, url: str, *, connect_timeout_s: float = 10.0) -> None:
-        psycopg = _psycopg()
+        self._psycopg = _psycopg()
+        self.url = public_url(url)
+        self._dsn, self._connect_timeout = url, max(1, int(connect_timeout_s))
+        self._lock = threading.RLock()
+        #: ``(role, tenant)`` the session runs its autocommit statements under (None: not set yet).
+        self._session_scope: tuple[str, str] | None = None
+        self.conn = self._connect()
+        try:
+            self._migrate()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _connect(self) -> Any:
+        """A new connection: autocommit, our schema first, pgvector's types registered."""
         from pgvector.psycopg import register_vector
 
-        self.url = public_url(url)
-        self._psycopg = psycopg
+        psycopg = self._psycopg
         try:
-            self.conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout_s)),
-                                        options=f"-c search_path={SCHEMA_NAME},public")
+            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=self._connect_timeout,
+                                   options=f"-c search_path={SCHEMA_NAME},public")
         except psycopg.Error as exc:
             raise StoreUnavailableError(f"could not connect to the PostgreSQL database {self.url}: "
                                         f"{_first_line(exc)}. Check that the server runs and the URL's "
                                         "host, port, user and database are right") from None
-        self._lock = threading.RLock()
-        #: ``(role, tenant)`` the session runs its autocommit statements under (None: not set yet).
-        self._session_scope: tuple[str, str] | None = None
         try:
-            self._migrate()
-            register_vector(self.conn)
-        except BaseException:
-            self.conn.close()
-            raise
+            register_vector(conn)
+        except psycopg.ProgrammingError:  # a new database: the extension comes with the first migration
+            pass
+        self._session_scope = None
+        return conn
+
+    def _live(self) -> Any:
+        """The connection, made again if the last one was lost (a restarted server, a dropped link).
+
+        The call that saw it go failed with a :class:`StoreUnavailableError` and committed
+        nothing; the next call gets a new connection (call under the lock, outside a transaction).
+        """
+        if self.conn.closed:
+            self.conn = self._connect()
+        return self.conn
 
     # -- migrations ---------------------------------------------------------------------------
 
@@ -128,6 +148,9 @@ class PgConnection:
                         conn.execute(statements)
                         conn.execute("INSERT INTO schema_migrations(version, description) VALUES (%s, %s)",
                                      [version, description])
+            from pgvector.psycopg import register_vector
+
+            register_vector(conn)  # the extension exists now
         except psycopg.errors.InsufficientPrivilege as exc:
             raise StoreError(f"could not create zep-memory's tables in {self.url}: {_first_line(exc)}. The first "
                              "open needs a user that may create a schema, roles and (once per database) the pgvector "
@@ -145,8 +168,10 @@ class PgConnection:
     def transaction(self) -> Iterator[None]:
         """One atomic write: everything inside commits together or not at all (nested: a savepoint)."""
         with self._lock:
+            conn = self._live() if self.conn.info.transaction_status == self._psycopg.pq.TransactionStatus.IDLE \
+                else self.conn
             try:
-                with self.conn.transaction():
+                with conn.transaction():
                     yield
             except self._psycopg.Error as exc:
                 raise self._failed("write", exc) from None
@@ -168,6 +193,8 @@ class PgConnection:
         with self._lock:
             conn = self.conn
             try:
+                if conn.info.transaction_status == self._psycopg.pq.TransactionStatus.IDLE or conn.closed:
+                    conn = self._live()
                 cur = conn.cursor(binary=True)  # binary results: a vector is read as bytes, not parsed from text
                 if conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
                     cur.execute(_SCOPE, [role, True, tenant, True])

@@ -125,7 +125,11 @@ def _roles() -> str:
     return "\n".join(f"""
 DO $$ BEGIN
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') THEN
-        CREATE ROLE {role} NOLOGIN NOINHERIT;
+        BEGIN
+            CREATE ROLE {role} NOLOGIN NOINHERIT;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN
+            NULL;  -- made meanwhile by the migration of another database of this cluster
+        END;
     END IF;
     EXECUTE format('GRANT {role} TO %I', current_user);
 END $$;""" for role in (TENANT_ROLE, STORE_ROLE))
