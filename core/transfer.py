@@ -38,7 +38,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, Protocol, TextIO
 
 import numpy as np
 
@@ -55,11 +55,8 @@ from .sync import IndexSync, OutboxOp, unusable_vector
 from .tenant import Tenant
 from .validation import check_id, check_text
 
-if TYPE_CHECKING:
-    from .memory import Memory
-
-__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ExportCounts", "ImportReport", "export_records", "export_user",
-           "import_records", "import_user", "write_export"]
+__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ExportCounts", "ImportReport", "Transferable", "export_records",
+           "export_user", "import_records", "import_user", "write_export"]
 
 EXPORT_FORMAT = "zep-memory-export"
 EXPORT_VERSION = 1
@@ -89,12 +86,27 @@ class ImportReport:
     replaced: bool
 
 
-def export_user(memory: Memory, user_id: str, out: TextIO, *, embeddings: bool = False) -> ExportCounts:
+class Transferable(Protocol):
+    """What :func:`export_user` and :func:`import_user` call: a :class:`zep_core.Memory`, or a ``RemoteMemory``.
+
+    Typed by what it does, so this module needs nothing of :mod:`zep_core.memory`: the
+    façade uses transfer, never the other way round.
+    """
+
+    def export_user(self, user_id: str, out: TextIO, *, embeddings: bool = False) -> ExportCounts:
+        """Write a user's memory as JSONL."""
+
+    def import_user(self, lines: Iterable[str], *, replace: bool = False,
+                    user_id: str | None = None) -> ImportReport:
+        """Write an export back."""
+
+
+def export_user(memory: Transferable, user_id: str, out: TextIO, *, embeddings: bool = False) -> ExportCounts:
     """Write ``user_id``'s memory to ``out`` as JSONL (:meth:`Memory.export_user`)."""
     return memory.export_user(user_id, out, embeddings=embeddings)
 
 
-def import_user(memory: Memory, lines: Iterable[str], *, replace: bool = False,
+def import_user(memory: Transferable, lines: Iterable[str], *, replace: bool = False,
                 user_id: str | None = None) -> ImportReport:
     """Write an export back into ``memory``, as it was (:meth:`Memory.import_user`)."""
     return memory.import_user(lines, replace=replace, user_id=user_id)
