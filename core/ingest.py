@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple, cast
@@ -55,9 +55,10 @@ from .temporal import (
     plan_corrections,
     plan_updates,
 )
-from .tenant import Tenant
+from .tenant import Tenant, check_ids
+from .validation import check_episodes, check_id
 
-__all__ = ["EpisodeSpec", "Ingestor", "validate_messages"]
+__all__ = ["EpisodeSpec", "Ingestor", "episode_specs", "validate_messages"]
 
 log = logging.getLogger("zep_core")
 
@@ -133,6 +134,46 @@ class EpisodeSpec(NamedTuple):
     messages: Sequence[Any]
     user_id: str
     episode_id: str | None
+
+
+_EPISODE_KEYS = ("session_id", "messages", "user_id", "episode_id")
+
+
+def episode_specs(episodes: Iterable[Any], progress: Any = None) -> list[EpisodeSpec]:
+    """The episodes of ``Memory.conversation_end_many`` as :class:`EpisodeSpec`, their ids checked (messages later).
+
+    Raises:
+        ValidationError: not an iterable of episodes (or ``progress`` not a callable), or an
+            episode with an unknown or missing key or a bad id, named by position (from 0).
+
+    """
+    check_episodes(episodes, progress)
+    return [_episode_spec(item, i) for i, item in enumerate(episodes)]
+
+
+def _episode_spec(item: Any, position: int) -> EpisodeSpec:
+    """One item of ``Memory.conversation_end_many`` as checked ids and its messages (checked later)."""
+    where = f"episode {position}"
+    if isinstance(item, Mapping):
+        unknown = [k for k in item if k not in _EPISODE_KEYS]
+        if unknown:
+            raise ValidationError(f"{where}: unknown key {unknown[0]!r}; an episode has "
+                                  f"{', '.join(_EPISODE_KEYS)}")
+        fields = {k: item[k] for k in _EPISODE_KEYS if k in item}
+    else:
+        fields = {k: getattr(item, k) for k in _EPISODE_KEYS if hasattr(item, k)}
+    for required in ("session_id", "messages"):
+        if required not in fields:
+            raise ValidationError(f"{where} has no {required!r}; pass a mapping with 'session_id' and 'messages' "
+                                  "(and optionally 'user_id', 'episode_id'), or an EpisodeInput")
+    try:
+        session_id, user_id = check_ids(session_id=fields["session_id"], user_id=fields.get("user_id", "default"))
+        episode_id = fields.get("episode_id")
+        if episode_id is not None:
+            check_id(episode_id, "episode_id")
+    except ValidationError as exc:
+        raise ValidationError(f"{where}: {exc}") from None
+    return EpisodeSpec(session_id, fields["messages"], user_id, episode_id)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from .stores import Stores
 from .stores.base import RETIRED_VECTOR_KINDS, VECTOR_KINDS
 from .stores.record_protocols import MaintenanceRecords
 from .stores.records import iso
-from .sync import IndexSync
+from .sync import IndexSync, OutboxOp
 from .tenant import Tenant
 
 __all__ = ["MaintenanceReport", "Maintenance"]
@@ -199,6 +199,12 @@ class Maintenance:
             total += len(items)
             if len(stale) < batch_size:
                 return total
+
+    def forget_user(self, user_id: Tenant) -> None:
+        """Remove every trace of a known user: its rows, then (at once) its vectors and graph."""
+        with self.sync.transaction(apply_now=True) as ops:
+            self.records.delete_user(user_id)
+            ops.append(OutboxOp.forget_user(user_id))
 
     def maintain(self) -> MaintenanceReport:
         """Replay index writes, retry pending extractions (giving up after a bound), refresh stale entities."""
