@@ -40,11 +40,12 @@ from . import corrections
 from .config import MemoryConfig
 from .errors import NotFoundError, ValidationError
 from .models import Entity, Episode, Fact, IngestResult, Message, coerce_messages, new_id
+from .outbox import FactChange, OutboxOp
 from .providers.base import Embedder, ExtractedCorrection, Extraction, ExtractionContext, Extractor
 from .resolve import canonical_predicate, entity_id, input_aliases, is_first_person, speaker_of
 from .stores.record_protocols import IngestRecords
 from .stores.records import StoredFact, iso
-from .sync import FactChange, IndexSync, OutboxOp
+from .sync import IndexSync
 from .temporal import (
     STATEMENT,
     UpdatePlan,

@@ -27,12 +27,13 @@ from typing import Any
 from .config import MemoryConfig
 from .errors import ConfigError, NotFoundError, StoreError
 from .ingest import Ingestor
+from .outbox import OutboxOp
 from .providers.base import Embedder, Summarizer
 from .stores import Stores
 from .stores.base import RETIRED_VECTOR_KINDS, VECTOR_KINDS
 from .stores.record_protocols import MaintenanceRecords
 from .stores.records import iso
-from .sync import IndexSync, OutboxOp
+from .sync import IndexSync
 from .tenant import Tenant
 
 __all__ = ["MaintenanceReport", "Maintenance"]

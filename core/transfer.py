@@ -44,14 +44,16 @@ import numpy as np
 
 from .config import MemoryConfig
 from .errors import ValidationError
+from .indexing import unusable_vector
 from .ingest import validate_messages
 from .models import Entity, Episode, Fact, Message, to_utc
+from .outbox import OutboxOp
 from .providers.base import Embedder
 from .resolve import entity_id
 from .serialize import entity_to_dict, episode_to_dict, fact_to_dict, message_to_dict
 from .stores.record_protocols import TransferRecords
 from .stores.records import StoredFact, iso
-from .sync import IndexSync, OutboxOp, unusable_vector
+from .sync import IndexSync
 from .tenant import Tenant
 from .validation import check_id, check_text
 
