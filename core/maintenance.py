@@ -27,6 +27,7 @@ from typing import Any
 from .config import MemoryConfig
 from .errors import ConfigError, NotFoundError, StoreError
 from .ingest import Ingestor
+from .outbox import OutboxOp
 from .providers.base import Embedder, Summarizer
 from .stores import Stores
 from .stores.base import RETIRED_VECTOR_KINDS, VECTOR_KINDS
@@ -199,6 +200,12 @@ class Maintenance:
             total += len(items)
             if len(stale) < batch_size:
                 return total
+
+    def forget_user(self, user_id: Tenant) -> None:
+        """Remove every trace of a known user: its rows, then (at once) its vectors and graph."""
+        with self.sync.transaction(apply_now=True) as ops:
+            self.records.delete_user(user_id)
+            ops.append(OutboxOp.forget_user(user_id))
 
     def maintain(self) -> MaintenanceReport:
         """Replay index writes, retry pending extractions (giving up after a bound), refresh stale entities."""

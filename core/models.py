@@ -20,6 +20,7 @@ from .errors import InvariantError, ValidationError
 from .validation import check_text
 
 __all__ = [
+    "EPISODE_STATUSES",
     "Discarded",
     "Entity",
     "Episode",
@@ -161,6 +162,10 @@ class Message:
             f"message {index} is a {type(obj).__name__}; pass a Message, a dict with 'role' and "
             "'content', or a (role, content) pair"
         )
+
+
+#: What ``Episode.status`` can be: stored and extraction to come, extracted, or given up on.
+EPISODE_STATUSES = ("pending", "done", "failed")
 
 
 @dataclass(frozen=True, kw_only=True)

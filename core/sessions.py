@@ -42,7 +42,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Protocol, Union
 
 from . import aio
 from .config import MemoryConfig
@@ -52,11 +52,8 @@ from .models import Fact, IngestResult, Message
 from .resolve import speaker_of
 from .stores.record_protocols import SessionRecords
 
-if TYPE_CHECKING:
-    from .memory import Memory
-
-__all__ = ["DEFAULT_EVERY_N_TURNS", "DEFAULT_IDLE_AFTER", "MEMORY_METHODS", "EndPolicy", "EndPolicyLike",
-           "SessionBuffer", "acontext_for", "afacts_for", "check_memory", "context_for", "facts_for"]
+__all__ = ["DEFAULT_EVERY_N_TURNS", "DEFAULT_IDLE_AFTER", "MEMORY_METHODS", "AdapterMemory", "EndPolicy",
+           "EndPolicyLike", "SessionBuffer", "acontext_for", "afacts_for", "check_memory", "context_for", "facts_for"]
 
 #: The default end policy ends a conversation every this many user turns.
 DEFAULT_EVERY_N_TURNS = 10
@@ -203,7 +200,7 @@ class EndPolicy:
         raise ValidationError(f"end_policy must be 'auto', 'clear', 'explicit', a number of turns or an EndPolicy, "
                               f"got {value!r}")
 
-    def add_turns(self, memory: Memory, session_id: str, user_id: str,
+    def add_turns(self, memory: AdapterMemory, session_id: str, user_id: str,
                   messages: Sequence[Any]) -> list[IngestResult]:
         """Store turns the way an adapter should: end after an idle gap, store, end after N turns.
 
@@ -216,7 +213,7 @@ class EndPolicy:
         ended.append(self.after_turn(memory, session_id, user_id))
         return [r for r in ended if r is not None]
 
-    def before_turn(self, memory: Memory, session_id: str, user_id: str) -> IngestResult | None:
+    def before_turn(self, memory: AdapterMemory, session_id: str, user_id: str) -> IngestResult | None:
         """End the waiting turns if the last of them is ``idle_after`` old; call it before storing a new turn."""
         if self.idle_after is None or not memory.unended_count(session_id, user_id=user_id):
             return None
@@ -225,7 +222,7 @@ class EndPolicy:
             return None
         return memory.end_session(session_id, user_id=user_id)
 
-    def after_turn(self, memory: Memory, session_id: str, user_id: str) -> IngestResult | None:
+    def after_turn(self, memory: AdapterMemory, session_id: str, user_id: str) -> IngestResult | None:
         """End the conversation if N answered turns are waiting; the result, or None if it did not end."""
         if self.every_n_turns is None:
             return None
@@ -237,9 +234,48 @@ class EndPolicy:
             return None  # the last question is not answered yet (or a tool is still at work), or too few turns
         return memory.end_session(session_id, user_id=user_id)
 
-    def before_clear(self, memory: Memory, session_id: str, user_id: str) -> IngestResult | None:
+    def before_clear(self, memory: AdapterMemory, session_id: str, user_id: str) -> IngestResult | None:
         """End the conversation if ``clear()`` should; the result, or None."""
         return memory.end_session(session_id, user_id=user_id) if self.on_clear else None
+
+
+class AdapterMemory(Protocol):
+    """What this module's helpers call on a memory: :class:`zep_core.Memory` and ``RemoteMemory`` both fit.
+
+    The helpers take any object with these methods (:func:`check_memory` checks it), so
+    this module needs nothing of :mod:`zep_core.memory`: the façade uses sessions, never
+    the other way round.
+    """
+
+    @property
+    def config(self) -> MemoryConfig:
+        """The settings the helpers read (speakers, input limits)."""
+
+    def now(self) -> datetime:
+        """The memory's clock."""
+
+    def add_messages(self, session_id: str, messages: Sequence[Any], *, user_id: str = ...) -> None:
+        """Store chat turns."""
+
+    def get_messages(self, session_id: str, *, user_id: str = ..., limit: int | None = None) -> list[Message]:
+        """A session's stored turns."""
+
+    def unended_count(self, session_id: str, *, user_id: str = ...) -> int:
+        """How many turns wait to be learned from."""
+
+    def end_session(self, session_id: str, *, user_id: str = ...) -> IngestResult | None:
+        """Learn from the waiting turns."""
+
+    def has_user(self, user_id: str) -> bool:
+        """Whether anything is stored for the user."""
+
+    def get_context(self, input: str, *, user_id: str = ..., limit: int | None = None,
+                    as_of: datetime | str | None = None, speaker: str | None = None) -> list[Fact]:
+        """GetContext."""
+
+    def context_block(self, input: str, *, user_id: str = ..., limit: int | None = None,
+                      speaker: str | None = None) -> str:
+        """The prompt-ready context block."""
 
 
 #: What the adapters call on a memory; :class:`zep_core.Memory` and ``RemoteMemory`` have them all.
@@ -271,7 +307,7 @@ def check_memory(value: Any, what: str = "memory") -> Any:
 _THE_USER = re.compile(r"\b(?:the )?user\b", re.IGNORECASE)
 
 
-def _question(memory: Memory, text: str | None, speaker: str) -> str:
+def _question(memory: AdapterMemory, text: str | None, speaker: str) -> str:
     """The text within the input limit, with "the user" (an agent's word for them) named.
 
     "I/me/my" are resolved by the core (``get_context(speaker=...)``); an agent asking
@@ -280,7 +316,7 @@ def _question(memory: Memory, text: str | None, speaker: str) -> str:
     return _THE_USER.sub(speaker, text or "")[: memory.config.max_message_chars]
 
 
-def facts_for(memory: Memory, text: str | None, *, user_id: str, user_name: str | None = None,
+def facts_for(memory: AdapterMemory, text: str | None, *, user_id: str, user_name: str | None = None,
               limit: int | None = None, as_of: datetime | str | None = None) -> list[Fact]:
     """GetContext for ``text`` on behalf of the user called ``user_name``.
 
@@ -293,7 +329,7 @@ def facts_for(memory: Memory, text: str | None, *, user_id: str, user_name: str 
                               speaker=speaker)
 
 
-async def afacts_for(memory: Memory, text: str | None, *, user_id: str, user_name: str | None = None,
+async def afacts_for(memory: AdapterMemory, text: str | None, *, user_id: str, user_name: str | None = None,
                      limit: int | None = None, as_of: datetime | str | None = None) -> list[Fact]:
     """:func:`facts_for`, awaited: one ``aget_context`` (native on a ``RemoteMemory``; an unknown user has ``[]``)."""
     if not text or not text.strip():
@@ -303,7 +339,7 @@ async def afacts_for(memory: Memory, text: str | None, *, user_id: str, user_nam
                           as_of=as_of, speaker=speaker)
 
 
-def context_for(memory: Memory, text: str | None, *, user_id: str, user_name: str | None = None,
+def context_for(memory: AdapterMemory, text: str | None, *, user_id: str, user_name: str | None = None,
                 limit: int | None = None) -> str:
     """The prompt-ready context block for ``text``; ``""`` for an empty text or an unknown user."""
     if not text or not text.strip() or not memory.has_user(user_id):
@@ -312,7 +348,7 @@ def context_for(memory: Memory, text: str | None, *, user_id: str, user_name: st
     return memory.context_block(_question(memory, text, speaker), user_id=user_id, limit=limit, speaker=speaker)
 
 
-async def acontext_for(memory: Memory, text: str | None, *, user_id: str, user_name: str | None = None,
+async def acontext_for(memory: AdapterMemory, text: str | None, *, user_id: str, user_name: str | None = None,
                        limit: int | None = None) -> str:
     """:func:`context_for`, awaited: one ``acontext_block`` (native on a ``RemoteMemory``)."""
     if not text or not text.strip():

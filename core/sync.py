@@ -20,28 +20,24 @@ Writers are serialised (the update rules read, then write); applying the outbox 
 its own lock, so writers never wait for Chroma or Kùzu. The background indexer gathers
 before it applies (:data:`QUIET_S`, :data:`GATHER_S`): a pass costs about the same for
 one episode as for many, and a pass that runs beside a writer slows both.
+
+The outbox's ops are written in :mod:`~zep_core.outbox`, and applying them to the
+indexes in :mod:`~zep_core.indexing` (:class:`IndexSync` is an
+:class:`~zep_core.indexing.IndexApplier`); their names are re-exported here.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
-import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
 
 from .errors import StoreUnavailableError, ZepMemoryError
+from .indexing import IndexApplier, unusable_vector
+from .outbox import FactChange, LeftOut, OpKind, OutboxOp, Row, describe, parse_rows
 from .stores import Stores
-from .stores.base import EntityNode, FactEdge
-from .stores.record_protocols import SyncRecords
-from .stores.records import StoredFact, iso
-from .tenant import Tenant
 from .workers import Failures
 
 __all__ = ["FactChange", "IndexSync", "OpKind", "OutboxOp", "unusable_vector"]
@@ -61,63 +57,7 @@ QUIET_S = 0.02
 GATHER_S = 0.1
 
 
-class OpKind(str, enum.Enum):
-    """What an outbox row asks the indexes to do."""
-
-    ENTITY = "entity"            # index an entity (its graph node)
-    FACT = "fact"                # bring one fact's vector and edge in line with SQLite
-    FORGET_USER = "forget_user"  # drop everything of a user
-
-
-class FactChange(str, enum.Enum):
-    """What happened to a fact, so that applying it can skip work that cannot be needed."""
-
-    ADD = "add"        # new
-    TOUCH = "touch"    # reinforced: same vector, only the edge may change
-    RETIRE = "retire"  # superseded: its vector leaves the current facts' collection
-    SYNC = "sync"      # unknown (import, old rows): do everything
-
-
-@dataclass(frozen=True)
-class OutboxOp:
-    """One pending index write."""
-
-    kind: OpKind
-    user_id: str
-    ref_id: str | None = None
-    change: FactChange | None = None
-
-    def __post_init__(self) -> None:  # the user of a record written (or of a queued row): checked when written
-        object.__setattr__(self, "user_id", Tenant.stored(self.user_id))
-
-    @classmethod
-    def entity(cls, user_id: str, entity_id: str) -> OutboxOp:
-        """Index a new entity."""
-        return cls(OpKind.ENTITY, user_id, entity_id)
-
-    @classmethod
-    def fact(cls, user_id: str, fact_id: str, change: FactChange = FactChange.SYNC) -> OutboxOp:
-        """Bring one fact's vector and edge in line with its row."""
-        return cls(OpKind.FACT, user_id, fact_id, change)
-
-    @classmethod
-    def forget_user(cls, user_id: str) -> OutboxOp:
-        """Drop every vector and node of a user."""
-        return cls(OpKind.FORGET_USER, user_id)
-
-    def to_row(self) -> tuple[str, str, str | None, dict | None]:
-        """The ``(op, user_id, ref_id, payload)`` the record store keeps."""
-        return self.kind.value, self.user_id, self.ref_id, {"change": self.change.value} if self.change else None
-
-    @classmethod
-    def from_row(cls, op: str, user_id: str, ref_id: str | None, payload: Mapping[str, Any] | None) -> OutboxOp:
-        """Read a stored row back (rows without a change, from older versions, are ``SYNC``)."""
-        kind = OpKind(op)
-        change = FactChange((payload or {}).get("change", FactChange.SYNC.value)) if kind is OpKind.FACT else None
-        return cls(kind, user_id, ref_id, change)
-
-
-class IndexSync:
+class IndexSync(IndexApplier):
     """Commits records with their outbox rows, and applies the outbox to the indexes.
 
     Args:
@@ -128,8 +68,7 @@ class IndexSync:
     """
 
     def __init__(self, stores: Stores, *, apply_at_commit: bool = False) -> None:
-        self.records: SyncRecords = stores.records
-        self.vectors, self.graph = stores.vectors, stores.graph
+        super().__init__(stores)
         #: Whether the indexes are copies to keep up to date (Chroma, Kùzu); on PostgreSQL they
         #: are the record tables themselves, so nothing is queued and no read waits.
         self.derived = stores.derived
@@ -282,7 +221,7 @@ class IndexSync:
                 if not rows:
                     self.unavailable = None
                     return done
-                batch, unreadable = _parse_rows(rows)
+                batch, unreadable = parse_rows(rows)
                 try:
                     self._forget_users([op for _, op in batch if op.kind is OpKind.FORGET_USER])
                     left_out = self._apply_isolated([(seq, op) for seq, op in batch
@@ -346,168 +285,6 @@ class IndexSync:
             if wait <= 0 or stopping.wait(wait):
                 return
 
-    def _forget_users(self, ops: Sequence[OutboxOp]) -> None:
-        """Drop forgotten users from both indexes (a failure here is the index's, never the row's)."""
-        for user in dict.fromkeys(op.user_id for op in ops):
-            self.vectors.drop_user(user)
-            self.graph.drop_user(user)
-            self.records.clear_quarantine(user)
-
-    def _apply_isolated(self, rows: Sequence[_Row]) -> list[_LeftOut]:
-        """Apply entity and fact rows; return those that could not be applied, each with why.
-
-        A batch that fails is split in halves until the failing rows stand alone. A
-        failure only counts against the rows while the indexes still answer a read;
-        otherwise the index itself is down and nothing is quarantined. A failure of
-        SQLite, the system of record, is never a row's fault: it is raised, and so is a
-        :class:`~zep_core.StoreUnavailableError` (a full disk, an index that did not answer
-        in time), at once, without trying the halves.
-        """
-        if not rows:
-            return []
-        try:
-            return self._apply(rows)
-        except Exception as exc:
-            if isinstance(exc, (sqlite3.Error, StoreUnavailableError)) or isinstance(exc.__cause__, sqlite3.Error):
-                raise  # the store's failure (SQLite, a full disk, a call that never returned), never the rows'
-            if not self._indexes_answer(rows[0][1].user_id):
-                raise StoreUnavailableError(
-                    f"the vector or graph index does not answer ({_describe(exc)}); the index writes stay queued "
-                    "and are retried on the next read or open") from exc
-            if len(rows) == 1:
-                return [(rows[0], f"the index refused it: {_describe(exc)}; `zep-memory rebuild` retries it")]
-        middle = len(rows) // 2
-        return self._apply_isolated(rows[:middle]) + self._apply_isolated(rows[middle:])
-
-    def _indexes_answer(self, user_id: str) -> bool:
-        """Whether both indexes answer a cheap read (else a failure is theirs, not a row's)."""
-        try:
-            self.vectors.count(user_id, "current")
-            self.graph.related(user_id, "", hops=1, limit=1)
-        except Exception:
-            return False
-        return True
-
-    def _apply(self, rows: Sequence[_Row]) -> list[_LeftOut]:
-        by_user: dict[Tenant, list[OutboxOp]] = {}
-        for _, op in rows:
-            by_user.setdefault(op.user_id, []).append(op)
-        entities = {user: [op.ref_id for op in ops if op.kind is OpKind.ENTITY and op.ref_id]
-                    for user, ops in by_user.items()}
-        changes: dict[Tenant, dict[str, set[FactChange]]] = {}
-        for user, ops in by_user.items():
-            for op in ops:
-                if op.kind is OpKind.FACT and op.ref_id:
-                    changes.setdefault(user, {}).setdefault(op.ref_id, set()).add(op.change or FactChange.SYNC)
-        left_entities = self.sync_entities(entities)  # every entity first: an edge needs its ends
-        left_facts = self.sync_facts(changes) if changes else {}
-        out: list[_LeftOut] = []
-        for row in rows:
-            why = (left_entities if row[1].kind is OpKind.ENTITY else left_facts).get(row[1].ref_id or "")
-            if why:
-                out.append((row, why))
-        return out
-
-    def _quarantine(self, left_out: Sequence[_LeftOut], *, applied: Sequence[OutboxOp] = (),
-                    unreadable: Sequence[_Quarantined] = ()) -> None:
-        """Record rows that could not be applied (inside a transaction); rows applied fine leave the quarantine."""
-        if self.records.quarantine_size():
-            bad = {(op.kind.value, op.ref_id) for (_, op), _ in left_out}
-            self.records.release_quarantined(
-                [key for op in applied if op.ref_id and (key := (op.kind.value, op.ref_id)) not in bad])
-        rows = [*unreadable, *((seq, op.kind.value, op.user_id, op.ref_id or "", op.to_row()[3], why)
-                               for (seq, op), why in left_out)]
-        for _, op_name, user, ref, _, why in rows:
-            log.warning("index write %s %s of user %r quarantined: %s", op_name, ref, user, why)
-        if rows:
-            self.records.quarantine_outbox(rows)
-
-    def _dimension(self) -> int | None:
-        """The dimension of the embedder the stored vectors were made with (None: not recorded)."""
-        identity = self.records.get_meta("embedder") or ""
-        dim = identity.rpartition("|")[2]
-        return int(dim) if dim.isdigit() else None
-
-    def sync_entities(self, ids: Mapping[Tenant, Sequence[str]]) -> dict[str, str]:
-        """Make the graph index hold these entities (by user) as SQLite has them.
-
-        An entity is a node of the graph and nothing in the vector index: nothing read
-        entity-name vectors there, so they are no longer written (SQLite keeps each
-        name's vector, exported with the user).
-
-        Returns:
-            Entities that could not be indexed, each with why (none: a node always can be).
-
-        """
-        rows = [row for user, mine in ids.items() if mine
-                for row in self.records.entity_rows(user, list(dict.fromkeys(mine)))]  # each user's, under them
-        if rows:  # one graph write for every user's: a write costs the graph milliseconds, whatever its size
-            self.graph.upsert_entities(EntityNode(e.id, e.user_id, e.name, e.entity_type) for e, _ in rows)
-        return {}
-
-    def sync_facts(self, changes: Mapping[Tenant, Mapping[str, set[FactChange]]]) -> dict[str, str]:
-        """Make Chroma and Kùzu hold each fact (by user) as SQLite has it now.
-
-        Chroma holds the vectors of current facts only: a retired fact's vector leaves it
-        (``as_of`` finds superseded facts in SQLite). The change only says which work can
-        be skipped (a reinforced fact keeps its vector). Facts of a forgotten
-        user are gone from SQLite: skipped. What cannot be indexed — a vector that is
-        not finite or not of the embedder's dimension, an edge to an entity that is not
-        stored — is left out, and the rest of the fact indexed.
-
-        Each user's facts and entities are read under that user; the graph is written once
-        for all of them.
-
-        Returns:
-            Facts left out (wholly or in part), each with why.
-
-        """
-        dimension = self._dimension()
-        upserts: dict[tuple[str, str], list[tuple[str, np.ndarray]]] = {}
-        deletes: dict[tuple[str, str], list[str]] = {}
-        edges: list[FactEdge] = []
-        left_out: dict[str, str] = {}
-        for user, mine in changes.items():
-            stored = self.records.stored_facts(user, list(mine))
-            known = self.records.known_ids(user, "entities",
-                                           [i for s in stored.values() for i in (s.subject_id, s.object_id) if i])
-            for fid, kinds in mine.items():
-                s = stored.get(fid)
-                if s is not None:
-                    self._fact_writes(s, kinds, known, dimension, upserts, deletes, edges, left_out)
-        for (user, kind), ids in deletes.items():
-            self.vectors.delete(user, kind, ids)
-        for (user, kind), items in upserts.items():
-            self.vectors.upsert(user, kind, [i for i, _ in items], np.stack([v for _, v in items]))
-        if edges:
-            self.graph.upsert_facts(edges)
-        return left_out
-
-    @staticmethod
-    def _fact_writes(s: StoredFact, kinds: set[FactChange], known: set[str], dimension: int | None,
-                     upserts: dict[tuple[str, str], list[tuple[str, np.ndarray]]],
-                     deletes: dict[tuple[str, str], list[str]], edges: list[FactEdge],
-                     left_out: dict[str, str]) -> None:
-        """What one stored fact needs of the indexes, added to the writes (or to what is left out, with why)."""
-        f, fid = s.fact, s.fact.id
-        if f.is_current and kinds != {FactChange.TOUCH}:
-            why = unusable_vector(s.embedding, dimension)
-            if why:
-                left_out[fid] = _vector_left_out(why)
-            else:
-                upserts.setdefault((f.user_id, "current"), []).append((fid, s.embedding))
-        if not f.is_current and kinds & {FactChange.RETIRE, FactChange.SYNC}:
-            deletes.setdefault((f.user_id, "current"), []).append(fid)
-        gone = [f"{role} entity {eid!r}" for role, eid in (("subject", s.subject_id), ("object", s.object_id))
-                if eid and eid not in known]
-        if gone:
-            left_out[fid] = "; ".join(filter(None, [left_out.get(fid), (
-                f"its {' and '.join(gone)} is not stored for user {f.user_id!r}, so its graph edge is left "
-                "out; import the user again from a corrected export, or forget it")]))
-        elif s.object_id:
-            edges.append(FactEdge(fid, f.user_id, s.subject_id, s.object_id, f.predicate,
-                                  iso(f.valid_from), iso(f.valid_until), f.is_current))
-
     # -- rebuilding ------------------------------------------------------------------
 
     def rebuild(self, *, batch_size: int = 1000, before: Callable[[], None] | None = None,
@@ -538,12 +315,12 @@ class IndexSync:
             self.vectors.reset()
             self.graph.reset()
             totals = self.records.table_counts()
-            left_out: list[_LeftOut] = []
+            left_out: list[LeftOut] = []
             users = self.records.record_users()
             for kind, table, op in (("entities", "entities", OutboxOp.entity),
                                     ("facts", "facts", lambda u, i: OutboxOp.fact(u, i, FactChange.ADD))):
                 ids_iter = self.records.iter_entity_ids if kind == "entities" else self.records.iter_fact_ids
-                rows: list[_Row] = []  # each user's ids, read under that user; applied batch_size at a time
+                rows: list[Row] = []  # each user's ids, read under that user; applied batch_size at a time
                 for user in users:
                     for ids in ids_iter(user, batch=batch_size):
                         rows += [(None, op(user, i)) for i in ids]
@@ -576,46 +353,9 @@ class IndexSync:
         with self.exclusive():
             if self.unavailable is not None:
                 log.warning("index writes left pending at close: the last index write failed (%s); the next "
-                            "open applies them", _describe(self.unavailable))
+                            "open applies them", describe(self.unavailable))
                 return
             try:
                 self.drain()
             except ZepMemoryError:  # left in the outbox: replayed on the next open
                 log.warning("index writes left pending at close", exc_info=True)
-
-
-_Row = tuple[int | None, OutboxOp]        # (outbox seq, or None in a rebuild; the op)
-_LeftOut = tuple[_Row, str]               # a row that could not be applied, and why
-_Quarantined = tuple[int | None, str, str, str, dict[str, Any] | None, str]  # seq, op, user, ref, payload, why
-
-
-def unusable_vector(vector: np.ndarray, dimension: int | None) -> str | None:
-    """Why a stored vector cannot go into the vector index, or None when it can."""
-    if vector.ndim != 1 or (dimension is not None and vector.shape[0] != dimension):
-        return f"has {vector.size} dimensions, not the {dimension} of this memory's embedder"
-    if not np.isfinite(vector).all():
-        return "holds NaN or infinite values"
-    return None
-
-
-def _vector_left_out(why: str) -> str:
-    return (f"its stored vector {why}, so it is left out of the vector index; "
-            "`zep-memory rebuild --reembed` embeds the stored texts again")
-
-
-def _describe(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
-
-
-def _parse_rows(rows: Sequence[tuple[int, str, str, str | None, dict | None]],
-                ) -> tuple[list[_Row], list[_Quarantined]]:
-    """Outbox rows as ops; a row this version cannot read is set aside at once, as it was stored."""
-    parsed: list[_Row] = []
-    unreadable: list[_Quarantined] = []
-    for seq, op, user, ref, payload in rows:
-        try:
-            parsed.append((seq, OutboxOp.from_row(op, user, ref, payload)))
-        except (ValueError, TypeError, AttributeError) as exc:
-            unreadable.append((seq, str(op), str(user), ref or f"outbox row {seq}", payload,
-                               f"this version of zep-memory cannot read the index write ({_describe(exc)})"))
-    return parsed, unreadable

@@ -18,7 +18,7 @@ from typing import Any
 
 from .validation import check_id
 
-__all__ = ["Tenant", "key"]
+__all__ = ["Tenant", "check_ids", "key"]
 
 
 class Tenant(str):
@@ -57,3 +57,8 @@ def key(tenant: Any) -> Tenant:
         raise TypeError(f"the record store takes a Tenant (zep_core.tenant.Tenant.of(user_id)), "
                         f"not {type(tenant).__name__} {tenant!r}")
     return tenant
+
+
+def check_ids(**ids: str | None) -> tuple[str, ...]:
+    """Check each given id and return them in order; ``user_id`` as its :class:`Tenant` (what the façade does first)."""
+    return tuple(Tenant.of(value) if name == "user_id" else check_id(value, name) for name, value in ids.items())

@@ -22,9 +22,9 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 
 from ..errors import NotFoundError, ValidationError
+from ..export_format import json_lines, read_header  # the library's reading of an export's first line
 from ..memory import Memory
 from ..serialize import entity_to_dict, episode_to_dict, fact_to_dict, message_to_dict
-from ..transfer import _header, _json_lines  # the library's reading of an export's first line
 from . import wire
 from .auth import Scope, episode_scope, episodes_users, one_user, user_or_all, whole_store
 from .keys import Principal
@@ -62,8 +62,8 @@ class ImportInput:
                 library's own check of it, with its message).
 
         """
-        _, first = next(_json_lines(self.lines), (0, None))
-        return _header(first)["user_id"]
+        _, first = next(json_lines(self.lines), (0, None))
+        return read_header(first)["user_id"]
 
 
 def _import_scope(body: ImportInput) -> Scope:

@@ -251,6 +251,9 @@ class MaintenanceRecords(Protocol):
     def count_facts(self, tenant: Tenant | None = None) -> dict[str, int]:
         """Counts of current and superseded facts."""
 
+    def delete_user(self, tenant: Tenant) -> None:
+        """Delete every row of a user, and their lexical index (call inside :meth:`transaction`)."""
+
     def entity_history(self, tenant: Tenant, entity_id: str) -> list[Fact]:
         """Every fact with the entity as subject or object, by valid_from ascending."""
 

@@ -29,8 +29,8 @@ and its answer (or its error) comes back. Only plain values cross: ids, vectors,
   new child. Closing waits for the child to close Chroma at most as long.
 * **No process outlives the memory's.** The helper reads its control socket; when the
   memory's process is gone, however it died, the socket closes, and the helper gives its
-  children :data:`_ORPHAN_GRACE_S` to finish their call and close Chroma, kills those
-  still there, and exits. On Linux each child also asks the kernel to kill it when the
+  children :data:`~zep_core.stores.vector_child._ORPHAN_GRACE_S` to finish their call and
+  close Chroma, kills those still there, and exits. On Linux each child also asks the kernel to kill it when the
   helper exits (``PR_SET_PDEATHSIG``), which holds even when the helper itself is killed
   and the child is stuck in native code.
 * A child is the folder's only Chroma client: it holds an ``flock`` on
@@ -44,6 +44,9 @@ and its answer (or its error) comes back. Only plain values cross: ids, vectors,
   :class:`~zep_core.StoreError` that says what to run.
 * Where there is no ``fork`` (Windows), or with ``chroma_process=False``, Chroma runs in
   the memory's process as before (and a call there has no deadline).
+
+This module is the memory's side; the helper's and the children's code, and the channel
+both sides speak, are in :mod:`~zep_core.stores.vector_child`.
 """
 
 from __future__ import annotations
@@ -51,11 +54,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pickle
-import select
-import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -68,6 +67,19 @@ from typing import Any
 import numpy as np
 
 from ..errors import StoreError, StoreUnavailableError, is_io_failure, store_error
+from .vector_child import (
+    LENGTH,
+    OWNER_LOCK,
+    PID,
+    Channel,
+    Proc,
+    Stalled,
+    descends_from,
+    holders,
+    owner_lock,
+    recv_exactly,
+)
+from .vector_child import helper_main as _helper_main  # noqa: F401 - the helper's command line imports it here
 
 __all__ = ["ChromaProcess", "available", "free_folder", "wait_for_owner"]
 
@@ -76,157 +88,26 @@ log = logging.getLogger("zep_core")
 _START_TIMEOUT_S = 120.0   # the helper's first start imports chromadb; a busy machine can be slow
 #: How long a new holder waits for a folder's Chroma owner lock before it looks for a leftover to kill.
 _OWNER_WAIT_S = 5.0
-#: How long the helper lets its children finish their call once the memory's process is gone.
-_ORPHAN_GRACE_S = 5.0
 #: The least time a child gets to open its folder (a busy machine's first Chroma client takes seconds).
 _OPEN_AT_LEAST_S = 15.0
 #: Vectors per write call: each call then takes a few seconds at most, so its deadline tells stuck from busy.
 _CHUNK = 1000
 #: The deadline of the calls whose work grows with the whole index, in calls' deadlines.
 _WHOLE_INDEX = 10
-_OWNER_LOCK = ".owner.lock"
-_CALLS = frozenset({"upsert", "delete", "query", "ids", "count", "drop_user", "reset", "drop_retired",
-                    "collection_ids"})
 _WHOLE_INDEX_CALLS = frozenset({"reset", "drop_retired", "collection_ids"})
 #: Worker threads of Chroma's runtime in a child (its ``TOKIO_WORKER_THREADS``, unless the environment sets it).
 #: A child serves one call at a time, so more workers only hand each call between threads: with one,
 #: an upsert costs ~10 % less CPU, bulk ingest and the stream ran ~10 % faster, and queries the same
 #: (bench/findings.md).
 _CHROMA_WORKERS = 1
-_LENGTH = struct.Struct("!I")
-_FRAME = struct.Struct("!Q")
-_PID = struct.Struct("!q")
-#: What the helper's command line holds: how :func:`free_folder` tells a leftover of ours.
+#: What the helper's command line holds: how :func:`free_folder` tells a leftover of ours. The helper
+#: imports its main from this module, as it always has, so leftovers of earlier versions are known too.
 _MARK = f"from {__name__} import _helper_main"
 
 
 def available() -> bool:
     """Whether this platform can run Chroma in a child (it needs ``fork`` and Unix sockets)."""
     return bool(sys.executable) and hasattr(os, "fork") and hasattr(socket, "send_fds") and sys.platform != "win32"
-
-
-class _Stalled(Exception):
-    """The other end did not answer before the deadline."""
-
-
-class _Channel:
-    """Pickled messages over a Unix socket; sending and receiving can be bounded by a deadline."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-
-    def send(self, obj: Any, deadline: float | None = None) -> None:
-        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        self._timeout(deadline)
-        try:
-            self.sock.sendall(_FRAME.pack(len(data)) + data)
-        except TimeoutError as exc:
-            raise _Stalled from exc
-
-    def recv(self, deadline: float | None = None) -> Any:
-        size = _FRAME.unpack(self._exactly(_FRAME.size, deadline))[0]
-        return pickle.loads(self._exactly(size, deadline))
-
-    def _exactly(self, n: int, deadline: float | None) -> bytes:
-        buf = bytearray(n)
-        view, got = memoryview(buf), 0
-        while got < n:
-            self._timeout(deadline)
-            try:
-                read = self.sock.recv_into(view[got:])
-            except TimeoutError as exc:
-                raise _Stalled from exc
-            if not read:
-                raise EOFError("the other end closed")
-            got += read
-        return bytes(buf)
-
-    def _timeout(self, deadline: float | None) -> None:
-        if deadline is None:
-            self.sock.settimeout(None)
-            return
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise _Stalled
-        self.sock.settimeout(left)
-
-    def closed_by_peer(self, deadline: float) -> bool:
-        """Whether the other end closes before ``deadline`` (what it sends meanwhile is dropped)."""
-        try:
-            while True:
-                self._timeout(deadline)
-                if not self.sock.recv(65536):
-                    return True
-        except _Stalled:
-            return False
-        except TimeoutError:
-            return False
-        except OSError:
-            return True
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-
-class _Proc:
-    """A process we may have to kill or wait for, by pidfd where Linux has them (no pid-reuse race)."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.fd: int | None = None
-        if hasattr(os, "pidfd_open"):
-            try:
-                self.fd = os.pidfd_open(pid)
-            except OSError:  # gone already, or an old kernel
-                self.fd = None
-
-    def exited(self, timeout_s: float = 0.0) -> bool:
-        """Whether the process has exited, waiting up to ``timeout_s``."""
-        if self.fd is not None:
-            poller = select.poll()
-            poller.register(self.fd, select.POLLIN)
-            return bool(poller.poll(max(0, int(timeout_s * 1000))))
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if not _runs(self.pid):
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.02)
-
-    def kill(self) -> None:
-        try:
-            if self.fd is not None:
-                signal.pidfd_send_signal(self.fd, signal.SIGKILL)
-            else:
-                os.kill(self.pid, signal.SIGKILL)
-        except OSError:  # already gone
-            pass
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-def _runs(pid: int) -> bool:
-    """Whether ``pid`` is a process that has not exited (a zombie has)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        if sys.platform.startswith("linux"):
-            return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except OSError:
-            return True
-        return True
-    return state not in ("Z", "X")
 
 
 class _Helper:
@@ -249,21 +130,21 @@ class _Helper:
         self.sock = ours
         self.lock = threading.Lock()
 
-    def fork(self, path: Path, owner_wait_s: float) -> tuple[_Channel, _Proc]:
+    def fork(self, path: Path, owner_wait_s: float) -> tuple[Channel, Proc]:
         """A new child serving ``path``: the channel to it and its process."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             request = json.dumps({"path": str(path), "owner_wait_s": owner_wait_s}).encode("utf-8")
             with self.lock:
                 self.sock.settimeout(_START_TIMEOUT_S)
-                socket.send_fds(self.sock, [_LENGTH.pack(len(request)) + request], [theirs.fileno()])
-                pid = _PID.unpack(_recv_exactly(self.sock, _PID.size))[0]
+                socket.send_fds(self.sock, [LENGTH.pack(len(request)) + request], [theirs.fileno()])
+                pid = PID.unpack(recv_exactly(self.sock, PID.size))[0]
         except BaseException:
             ours.close()
             raise
         finally:
             theirs.close()
-        return _Channel(ours), _Proc(pid)
+        return Channel(ours), Proc(pid)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -275,7 +156,7 @@ _HELPER_LOCK = threading.Lock()
 _INSTANCES: weakref.WeakSet[ChromaProcess] = weakref.WeakSet()
 
 
-def _fork(path: Path, owner_wait_s: float) -> tuple[_Channel, _Proc]:
+def _fork(path: Path, owner_wait_s: float) -> tuple[Channel, Proc]:
     """Fork a child for ``path`` from this process's helper (started, or started again, as needed)."""
     global _HELPER
     with _HELPER_LOCK:
@@ -332,8 +213,8 @@ class ChromaProcess:
         self.needs_check = False
         #: Called when ``needs_check`` is set (:func:`zep_core.stores.open_stores` records it in the lock file).
         self.on_failure: Callable[[], None] | None = None
-        self._chan: _Channel | None = None
-        self._proc: _Proc | None = None
+        self._chan: Channel | None = None
+        self._proc: Proc | None = None
         self._finalizer: weakref.finalize | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -351,7 +232,7 @@ class ChromaProcess:
         opening_s = max(self.timeout_s, _OPEN_AT_LEAST_S)
         try:
             _answer(chan.recv(time.monotonic() + opening_s))
-        except _Stalled:
+        except Stalled:
             self._kill(chan, proc)
             raise StoreUnavailableError(
                 f"the Chroma process for {self.path} did not open it within {opening_s:.0f} s and was stopped; "
@@ -388,7 +269,7 @@ class ChromaProcess:
                     self._chan.send((name, args), deadline)
                     reply = self._chan.recv(deadline)
                     break
-                except _Stalled:
+                except Stalled:
                     self._kill(self._chan, self._proc)
                     raise StoreUnavailableError(
                         f"the Chroma process did not answer its {name} call within {timeout_s:.0f} s (a full disk "
@@ -413,7 +294,7 @@ class ChromaProcess:
         if self.on_failure is not None:
             self.on_failure()
 
-    def _kill(self, chan: _Channel, proc: _Proc) -> None:
+    def _kill(self, chan: Channel, proc: Proc) -> None:
         """Kill a child that stopped answering and mark the folder for a check; the next call starts another."""
         log.warning("the Chroma process %d for %s did not answer in time; killing it", proc.pid, self.path)
         self._failed()
@@ -510,7 +391,7 @@ def _answer(reply: tuple[str, Any]) -> Any:
     raise ValueError(message) if kind == "ValueError" else store_error(message)
 
 
-def _stop(chan: _Channel, proc: _Proc, *, kill: bool = False, timeout_s: float = 0.0) -> bool:
+def _stop(chan: Channel, proc: Proc, *, kill: bool = False, timeout_s: float = 0.0) -> bool:
     """Ask the child to close Chroma and wait up to ``timeout_s`` until it has; kill it if stuck or broken.
 
     Returns whether the child closed on its own (False: it was killed, maybe mid-write).
@@ -519,7 +400,7 @@ def _stop(chan: _Channel, proc: _Proc, *, kill: bool = False, timeout_s: float =
     if not kill:
         try:
             chan.send(None, deadline)
-        except (_Stalled, OSError):
+        except (Stalled, OSError):
             pass
     closed = not kill and chan.closed_by_peer(deadline)
     chan.close()
@@ -532,73 +413,7 @@ def _stop(chan: _Channel, proc: _Proc, *, kill: bool = False, timeout_s: float =
     return closed
 
 
-def _recv_exactly(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise EOFError("the other end closed")
-        data += chunk
-    return data
-
-
 # -- a folder's owner lock, and leftovers holding it ---------------------------------------
-
-def _owner_lock(path: str, deadline: float) -> int | None:
-    """Take the folder's owner lock (an open descriptor), waiting until ``deadline``; None if still held then."""
-    import fcntl
-
-    os.makedirs(path, exist_ok=True)
-    owner = os.open(os.path.join(path, _OWNER_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
-    while True:  # a child being closed (or killed) lets go of it as it exits
-        try:
-            fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return owner
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(owner)
-                return None
-            time.sleep(0.02)
-
-
-def _holders(lock_file: Path) -> list[int]:
-    """The processes (Linux) that have ``lock_file`` open."""
-    try:
-        target = lock_file.stat()
-    except OSError:
-        return []
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            fds = list((proc / "fd").iterdir())
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                st = fd.stat()
-            except OSError:
-                continue
-            if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
-                found.append(int(proc.name))
-                break
-    return found
-
-
-def _descends_from(pid: int, ancestor: int) -> bool:
-    """Whether ``ancestor`` is among the parents of ``pid`` (Linux)."""
-    seen = 0
-    while pid > 1 and seen < 64:
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            return False
-        if pid == ancestor:
-            return True
-        seen += 1
-    return False
-
 
 def _is_ours(pid: int) -> bool:
     """Whether ``pid`` runs this module's helper code (a helper, or a Chroma child forked from one)."""
@@ -620,17 +435,17 @@ def free_folder(path: Path, wait_s: float = _OWNER_WAIT_S) -> bool:
     """
     if not available() or not Path(path).is_dir():
         return True
-    owner = _owner_lock(str(path), time.monotonic() + wait_s)
+    owner = owner_lock(str(path), time.monotonic() + wait_s)
     if owner is None and sys.platform.startswith("linux"):
-        for pid in _holders(Path(path) / _OWNER_LOCK):
-            if _is_ours(pid) and not _descends_from(pid, os.getpid()):
+        for pid in holders(Path(path) / OWNER_LOCK):
+            if _is_ours(pid) and not descends_from(pid, os.getpid()):
                 log.warning("killing process %d, a Chroma process left by an earlier holder of %s that is gone",
                             pid, path)
-                leftover = _Proc(pid)
+                leftover = Proc(pid)
                 leftover.kill()
                 leftover.exited(_OWNER_WAIT_S)
                 leftover.close()
-        owner = _owner_lock(str(path), time.monotonic() + wait_s)
+        owner = owner_lock(str(path), time.monotonic() + wait_s)
     if owner is None:
         return False
     os.close(owner)
@@ -644,122 +459,3 @@ def wait_for_owner(path: Path, timeout_s: float = _OWNER_WAIT_S) -> bool:
     Returns False if one still had it after ``timeout_s``.
     """
     return free_folder(path, timeout_s)
-
-
-# -- the helper and the children -----------------------------------------------------------
-
-def _helper_main(fd: int) -> None:
-    """The helper: import chromadb once, then fork a child per request until the memory's process is gone."""
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    try:  # each child starts with these loaded: chromadb, and what its first client would import
-        import chromadb  # noqa: F401
-        import chromadb.api.rust  # noqa: F401
-        import chromadb.telemetry.product.posthog  # noqa: F401
-
-        from . import vectors  # noqa: F401
-    except Exception:  # a child reports it, with the folder it was opening
-        pass
-    control = socket.socket(fileno=fd)
-    children: list[_Proc] = []
-    try:
-        _fork_children(control, children)
-    finally:  # the memory's process is gone: its children get a moment to finish, then go too
-        deadline = time.monotonic() + _ORPHAN_GRACE_S
-        for child in children:
-            if not child.exited(max(0.0, deadline - time.monotonic())):
-                child.kill()
-
-
-def _fork_children(control: socket.socket, children: list[_Proc]) -> None:
-    helper = os.getpid()
-    while True:
-        try:
-            message, fds, _, _ = socket.recv_fds(control, 65536, 1)
-        except OSError:
-            return
-        if not message or not fds:
-            return  # the memory's process closed its end: it is gone
-        size = _LENGTH.unpack(message[:_LENGTH.size])[0]
-        request = message[_LENGTH.size:]
-        if len(request) < size:
-            request += _recv_exactly(control, size - len(request))
-        pid = os.fork()
-        if pid == 0:  # the child
-            control.close()
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            code = 1
-            try:
-                _die_with(helper)
-                spec = json.loads(request.decode("utf-8"))
-                _serve(_Channel(socket.socket(fileno=fds[0])), spec["path"], spec["owner_wait_s"])
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(fds[0])
-        for child in [c for c in children if c.exited()]:
-            child.close()
-            children.remove(child)
-        children.append(_Proc(pid))
-        try:
-            control.sendall(_PID.pack(pid))
-        except OSError:
-            return
-
-
-def _die_with(parent: int) -> None:
-    """Linux: have the kernel kill this process when ``parent`` (the helper, single-threaded) exits."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the helper exited before the request took effect
-        os._exit(1)
-
-
-def _serve(chan: _Channel, path: str, owner_wait_s: float) -> None:
-    """The child: open the folder as its only Chroma client, answer calls until told to stop or orphaned."""
-    from .vectors import ChromaVectorIndex
-
-    owner = _owner_lock(path, time.monotonic() + owner_wait_s)
-    index = None
-    try:
-        if owner is None:
-            chan.send(("error", ("StoreError", f"another process still has the Chroma folder {path} open")))
-            return
-        try:
-            index = ChromaVectorIndex(Path(path))
-        except Exception as exc:
-            chan.send(("error", (type(exc).__name__, str(exc))))
-            return
-        chan.send(("ok", None))
-        while True:
-            try:
-                message = chan.recv()
-            except (EOFError, OSError):  # the memory's process is gone
-                return
-            if message is None:
-                return
-            name, args = message
-            try:
-                if name not in _CALLS:
-                    raise StoreError(f"unknown vector index call {name!r}")
-                value = getattr(index, name)(*args)
-            except Exception as exc:
-                reply: tuple[str, Any] = ("error", (type(exc).__name__, str(exc)))
-            else:
-                reply = ("ok", value)
-            try:
-                chan.send(reply)
-            except OSError:  # the memory's process is gone
-                return
-    finally:
-        if index is not None:
-            index.close()  # waits (briefly) for Chroma's background close, as in-process
-        if owner is not None:
-            os.close(owner)  # releases the flock once Chroma has let go of the folder
-        chan.close()

@@ -1,6 +1,6 @@
 """The update rules read only the facts they can touch, and decide as if they had read them all.
 
-``Ingestor._plan`` reads a subject's facts with the proposed single-valued predicates, the
+``RuleApplier._plan`` reads a subject's facts with the proposed single-valued predicates, the
 facts said again (same predicate and object key: statements word for word) and the flagged
 ids, and, only when something retires, the facts of the same messages (the quotes that
 retire with it, and the facts that keep a quote current). The oracle here is the rules
@@ -28,8 +28,8 @@ def _summary(plan):
 
 def _compared(memory):
     """Wrap the memory's planner: every plan is checked against the rules over all current facts of the subjects."""
-    ingestor, records = memory._ingest, memory._stores.records
-    plan = ingestor._plan
+    rules, records = memory._ingest.rules, memory._stores.records
+    plan = rules._plan
     checked = []
 
     def checking(user, subjects, proposals, contradicted, now, **corrections):
@@ -43,7 +43,7 @@ def _compared(memory):
         checked.append(bool(want.superseded))
         return got
 
-    ingestor._plan = checking
+    rules._plan = checking
     return checked
 
 

@@ -1,0 +1,32 @@
+"""Every zep_core module is short enough to read in one sitting, and the façade shorter still.
+
+STYLE.md: one module per concept, each short enough to read in one sitting. A module that
+grows past :data:`MAX_LINES` is split by job, the new module named for its job, and the old
+one re-exports what it had, so every import keeps working (sync.py became sync, outbox and
+indexing; transfer.py transfer and export_format). ``memory.py``, the façade, only checks
+what comes in and hands the work on, so it stays under :data:`MAX_FACADE_LINES`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import zep_core
+
+ROOT = Path(zep_core.__file__).resolve().parent
+MAX_LINES = 500
+MAX_FACADE_LINES = 400
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def test_no_module_is_over_the_limit():
+    sizes = {path.relative_to(ROOT).as_posix(): _lines(path) for path in ROOT.rglob("*.py")}
+    over = {name: n for name, n in sorted(sizes.items()) if n > MAX_LINES}
+    assert over == {}, f"split these by job (at most {MAX_LINES} lines a module): {over}"
+
+
+def test_the_facade_is_under_its_own_limit():
+    assert _lines(ROOT / "memory.py") <= MAX_FACADE_LINES
