@@ -10,15 +10,12 @@ user whose request names none is for the key's user when the key is bound to one
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from ..errors import PermissionDeniedError, ValidationError
 from . import wire
 from .keys import OPEN, KeyRing, Principal
 from .statuses import Unauthenticated
-
-if TYPE_CHECKING:
-    from .verbs import Verb
 
 __all__ = ["Scope", "authenticator", "authorize", "episode_scope", "episodes_users", "named_user", "one_user",
            "user_or_all", "whole_store"]
@@ -113,7 +110,13 @@ def _key_user(principal: Principal) -> str:
                           "default user; a key bound to one user may leave it out)")
 
 
-def named_user(verb: Verb, body: Any, principal: Principal) -> Any:
+class _Scoped(Protocol):
+    """What :func:`named_user` reads of a verb (:class:`zep_core.server.verbs.Verb`): its scope function."""
+
+    scope: Callable[[Any], Scope]
+
+
+def named_user(verb: _Scoped, body: Any, principal: Principal) -> Any:
     """``body`` with the key's user where a verb of one user names none (:func:`_key_user`).
 
     Raises:
