@@ -100,7 +100,7 @@ class Parts:
         records = self.stores.records
         records.checkpoint_in_background()
         workers.every("zep-checkpoint", CHECKPOINT_S, records.checkpoint)
-        if self.config.index_writes == "background":
+        if self.config.index_writes == "background" and self.stores.derived:  # nothing to index on PostgreSQL
             workers.start("zep-indexer", self.sync.run_indexer, wake=self.sync.wake)
         if self.config.auto_refresh:
             interval = max(self.config.entity_refresh_interval.total_seconds(), 0.05)
