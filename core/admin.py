@@ -226,11 +226,17 @@ class MemoryAdmin:
     def stats(self, user_id: str | None = None) -> dict[str, Any]:
         """Counts per store (records, vectors per kind, graph), pending work and the embedder.
 
-        With ``user_id``, that user's counts too (under ``"user"``).
+        With ``user_id``, that user's counts too (under ``"user"``). ``database`` is the
+        PostgreSQL database (its password as ``***``), or None for a data folder.
         """
         self._check_open()
         if user_id is not None:
             user_id = Tenant.of(user_id)
+        database = self.config.database_url
+        if database:
+            from .stores.postgres.connection import public_url
+
+            database = public_url(database)
         return {**self._maintenance.stats(self.users(), user_id), "data_dir": str(self.data_dir),
-                "chroma_url": self.config.chroma_url}
+                "chroma_url": self.config.chroma_url, "database": database}
 
