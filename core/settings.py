@@ -183,7 +183,11 @@ class StorageSettings:
             extra. The data folder then holds only this process's scratch (the Cypher
             sandbox's copies). Never shown in repr (it may carry a password).
         busy_timeout_ms: SQLite busy timeout.
-        graph_buffer_pool_mb: Kùzu buffer pool size.
+        graph_buffer_pool_mb: Kùzu's buffer pool (MB). None (default): a quarter of the
+            machine's memory, at least 256 MB (only the pages the graph uses are resident).
+            Either is raised at open to four times the graph's size on disk: Kùzu needs its
+            graph to fit, and past its pool a write fails or the process crashes (a 256 MB
+            pool crashed at a 300 MB graph, 55,600 tenants: bench/findings.md).
         chroma_url: use a Chroma server (``chroma run``) instead of the embedded client.
         chroma_process: run the embedded Chroma client in a child process (default, where
             the platform has ``fork``), so that its writes, which hold
@@ -226,7 +230,7 @@ class StorageSettings:
 
     database_url: str | None = field(default=None, repr=False)
     busy_timeout_ms: int = 5_000
-    graph_buffer_pool_mb: int = 256
+    graph_buffer_pool_mb: int | None = None
     chroma_url: str | None = None
     chroma_process: bool = True
     vector_timeout_s: float = 30.0
@@ -255,6 +259,10 @@ class StorageSettings:
             raise ConfigError(f"vector_exact_below must be an integer >= 0 (0: every user gets a Chroma "
                               f"collection), got {self.vector_exact_below!r}")
         _check_counts(self, "vector_collections_open")
+        pool = self.graph_buffer_pool_mb
+        if pool is not None and (not _is_int(pool) or pool < 16):
+            raise ConfigError(f"graph_buffer_pool_mb must be an integer >= 16 (MB), or None for the default, "
+                              f"got {pool!r}")
 
 
 @dataclass(frozen=True, kw_only=True)

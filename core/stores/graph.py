@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -70,6 +71,52 @@ _SCAN_ROWS_PER_ROW = 4000
 _MIN_BATCH = 2
 
 
+#: Kùzu 0.11.3 needs its graph to fit its buffer pool: past it a write fails ("the buffer pool
+#: is full") or the process dies of a general protection fault inside Kùzu (measured: a 256 MB
+#: pool crashed a build at a 300 MB graph, 55,600 tenants; a 16 MB pool crashed at 16 MB, or
+#: failed writes from 11 MB on disk). So the pool is at least this many times the graph's size
+#: on disk when it opens, room for the graph to grow ...
+POOL_PER_GRAPH = 4
+#: ... and a write that finds the graph (file and log) past this share of its pool is refused
+#: with a StoreUnavailableError (its index writes stay queued; the next open sizes the pool
+#: again), before Kùzu fails or crashes: half, the least headroom measured to be enough.
+POOL_FULL = 0.5
+
+
+def default_buffer_pool_mb() -> int:
+    """Kùzu's buffer pool when none is set: a quarter of the machine's memory, at least 256 MB.
+
+    Only the pages the graph uses are resident; the rest is address space.
+    """
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # no sysconf (Windows): assume 4 GB
+        memory = 4 << 30
+    return max(256, (memory // 4) >> 20)
+
+
+def graph_megabytes(path: Path) -> float:
+    """The graph's size on disk (its file and its write-ahead log), in MB."""
+    total = 0
+    for file in (path, path.with_name(path.name + ".wal")):
+        try:
+            total += file.stat().st_size
+        except OSError:
+            pass
+    return total / 2**20
+
+
+def buffer_pool_for(path: Path, wanted_mb: int | None) -> int:
+    """The buffer pool (MB) to open the graph at ``path`` with: ``wanted_mb`` (None: the default), raised to fit it."""
+    pool = default_buffer_pool_mb() if wanted_mb is None else int(wanted_mb)
+    need = int(POOL_PER_GRAPH * graph_megabytes(path)) + 1
+    if need > pool:
+        log.warning("the graph index %s holds %.0f MB: its buffer pool is raised from %d to %d MB (Kùzu needs "
+                    "its graph to fit; set graph_buffer_pool_mb to choose)", path, need / POOL_PER_GRAPH, pool, need)
+        pool = need
+    return pool
+
+
 def _rel_filter(as_of: str | None) -> str:
     if as_of is None:
         return "r.current"
@@ -115,7 +162,8 @@ class KuzuGraphIndex:
 
     Args:
         path: the database folder (``<data>/graph``).
-        buffer_pool_mb: Kùzu's buffer pool (its default is most of the machine's RAM).
+        buffer_pool_mb: Kùzu's buffer pool; None: :func:`default_buffer_pool_mb`. Raised at
+            open to :data:`POOL_PER_GRAPH` times the graph's size on disk (:func:`buffer_pool_for`).
         query_timeout_ms: Kùzu's timeout for each read (the reads are our own hop queries;
             tenants' Cypher runs in :mod:`zep_core.stores.sandbox`, not here).
         batch_from: write calls of at least this many rows with one statement per chunk of
@@ -124,7 +172,7 @@ class KuzuGraphIndex:
 
     """
 
-    def __init__(self, path: Path, *, buffer_pool_mb: int = 256, query_timeout_ms: int = 30_000,
+    def __init__(self, path: Path, *, buffer_pool_mb: int | None = None, query_timeout_ms: int = 30_000,
                  batch_from: int | None = None) -> None:
         import kuzu
 
@@ -135,8 +183,9 @@ class KuzuGraphIndex:
         #: Called when ``needs_check`` is set (:func:`zep_core.stores.open_stores` records it in the lock file).
         self.on_failure: Callable[[], None] | None = None
         _check_not_held(self.path)
+        self.buffer_pool_mb = buffer_pool_for(self.path, buffer_pool_mb)
         try:
-            self._db = kuzu.Database(str(path), buffer_pool_size=buffer_pool_mb << 20,
+            self._db = kuzu.Database(str(path), buffer_pool_size=self.buffer_pool_mb << 20,
                                      max_num_threads=2, max_db_size=1 << 40)
         except RuntimeError as exc:
             if "lock" in str(exc).lower():
@@ -177,8 +226,19 @@ class KuzuGraphIndex:
 
     @contextmanager
     def _writing(self) -> Iterator[Callable[[str, dict], Any]]:
-        """One write transaction; yields a function that runs a statement in it."""
+        """One write transaction; yields a function that runs a statement in it.
+
+        Refused before it begins when the graph has grown past :data:`POOL_FULL` of the buffer
+        pool: Kùzu would fail it, or crash the process (see :data:`POOL_PER_GRAPH`).
+        """
         with self._write_lock:
+            size = graph_megabytes(self.path)
+            if size > POOL_FULL * self.buffer_pool_mb:
+                raise StoreUnavailableError(
+                    f"the graph index {self.path} has grown to {size:.0f} MB, near its buffer pool of "
+                    f"{self.buffer_pool_mb} MB, past which Kùzu fails or crashes; the index writes stay queued. "
+                    "Open the memory again (the open sizes the pool from the graph) or set a larger "
+                    "graph_buffer_pool_mb")
             conn = self._write.conn
             conn.execute("BEGIN TRANSACTION")
             try:
