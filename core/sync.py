@@ -213,6 +213,8 @@ class IndexSync(IndexApplier):
                 queued and are retried by the next read, write or open.
 
         """
+        if not self.derived:  # the indexes are the record tables: nothing was queued
+            return 0
         done = 0
         with self._index_lock:
             target = self.records.last_outbox_seq()  # rows committed later wait for the next pass

@@ -52,8 +52,9 @@ def start_server(folder):
 
 def both_backends(metafunc) -> None:
     """A ``pytest_generate_tests`` for a conftest: every test whose memories come from ``make_memory``
-    (or that asks for ``backend``) runs on SQLite and on PostgreSQL."""
-    if "backend" in metafunc.fixturenames:
+    (or that asks for ``backend``) runs on SQLite and on PostgreSQL, but for those marked
+    ``data_folder`` (about data folders themselves: opening one by path, sharing it)."""
+    if "backend" in metafunc.fixturenames and not metafunc.definition.get_closest_marker("data_folder"):
         metafunc.parametrize("backend", ["sqlite", "postgres"])
 
 

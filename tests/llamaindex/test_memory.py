@@ -222,6 +222,7 @@ def test_from_defaults_opens_a_memory_in_data_dir_and_closes_what_it_opened(tmp_
         chat_memory.get_all()
 
 
+@pytest.mark.data_folder
 def test_two_from_defaults_on_one_folder_share_one_memory(tmp_path, make_memory):
     core = make_memory(tmp_path / "data")  # the app's own memory on the folder
     first = ZepMemory.from_defaults(data_dir=tmp_path / "data", session_id="s1", user_id="ada")
@@ -278,7 +279,12 @@ def test_serializes_as_a_reference_without_the_store(make_memory):
     data = chat_memory.to_dict()
 
     assert data["session_id"] == "s1" and data["end_every"] == 3 and data["class_name"] == "ZepMemory"
-    assert "memory" not in data and data["memory_ref"] == {"data_dir": str(core.data_dir)}
+    reference = {"data_dir": str(core.data_dir)}
+    if core.config.database_url:  # on PostgreSQL: the database too, without its password
+        from zep_core.stores.postgres.connection import url_without_password
+
+        reference["database_url"] = url_without_password(core.config.database_url)
+    assert "memory" not in data and data["memory_ref"] == reference
     json.dumps(data)
 
 
