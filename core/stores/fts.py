@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["COMMON_MIN_ROWS", "SCHEMA", "SCRATCH", "STOPWORDS", "TABLE_PREFIX", "Tokenizer", "idf", "postings_df",
-           "query_terms", "ranking_sql"]
+           "query_terms", "ranking_sql", "word_terms"]
 
 #: The names of the per-user FTS5 tables of folders before schema version 6 (dropped on open).
 TABLE_PREFIX = "facts_fts_"
@@ -259,17 +261,30 @@ class Tokenizer:
     def terms_of(self, words: list[str]) -> list[str | None]:
         """Each word's term (its Porter stem), None where the tokenizer makes none or a phrase of several."""
         with self._lock:
-            missing = [w for w in dict.fromkeys(words) if w not in self._stems]
-            if missing:
-                if len(self._stems) + len(missing) > 50_000:
-                    self._stems.clear()
-                conn = self._conn
-                conn.executemany("INSERT INTO temp.lexical_words(rowid, word) VALUES (?, ?)",
-                                 list(enumerate(missing, 1)))
-                found: dict[int, list[str]] = {}
-                for doc, term in conn.execute("SELECT doc, term FROM temp.lexical_word_tokens ORDER BY doc, offset"):
-                    found.setdefault(doc, []).append(term)
-                conn.execute("INSERT INTO temp.lexical_words(lexical_words) VALUES ('delete-all')")
-                for n, word in enumerate(missing, 1):
-                    self._stems[word] = tuple(found.get(n, ()))
-            return [self._stems[w][0] if len(self._stems[w]) == 1 else None for w in words]
+            return word_terms(self._conn, words, self._stems)
+
+
+#: Query words whose terms a store remembers (its cache is emptied past this many).
+MAX_STEMS = 50_000
+
+
+def word_terms(conn: Any, words: Sequence[str], stems: dict[str, tuple[str, ...]]) -> list[str | None]:
+    """Each word's FTS5 term (its Porter stem), None where the tokenizer makes none or a phrase of several.
+
+    ``conn`` is a SQLite connection with the :data:`SCRATCH` tables; ``stems`` the caller's
+    cache of words already tokenized (call under the caller's lock). A quoted word of an FTS5
+    query is tokenized as the text is; a word it splits in two would be a phrase, which no
+    fact's word lists can rank as FTS5 did: left out.
+    """
+    missing = [w for w in dict.fromkeys(words) if w not in stems]
+    if missing:
+        if len(stems) + len(missing) > MAX_STEMS:
+            stems.clear()
+        conn.executemany("INSERT INTO temp.lexical_words(rowid, word) VALUES (?, ?)", list(enumerate(missing, 1)))
+        found: dict[int, list[str]] = {}
+        for doc, term in conn.execute("SELECT doc, term FROM temp.lexical_word_tokens ORDER BY doc, offset"):
+            found.setdefault(doc, []).append(term)
+        conn.execute("INSERT INTO temp.lexical_words(lexical_words) VALUES ('delete-all')")
+        for n, word in enumerate(missing, 1):
+            stems[word] = tuple(found.get(n, ()))
+    return [stems[w][0] if len(stems[w]) == 1 else None for w in words]

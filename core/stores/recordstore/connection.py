@@ -29,7 +29,7 @@ log = logging.getLogger("zep_core.stores.records")
 
 
 _CHUNK = 500  # ids per ``IN (?, …)`` list
-_MAX_STEMS = 50_000  # query words whose terms a store remembers
+_MAX_STEMS = fts.MAX_STEMS  # query words (and terms counted per user) a store remembers
 
 
 def _log_progress(done: int, users: int) -> None:

@@ -192,26 +192,8 @@ class SearchRows(Connection):
         return [(doc, score) for doc, score in rows]
 
     def _terms_of(self, words: Sequence[str]) -> list[str | None]:
-        """Each word's FTS5 term (its Porter stem), None where the tokenizer makes none or a phrase of several.
-
-        A quoted word of an FTS5 query is tokenized as the text is; a word it splits in
-        two would be a phrase, which no fact's word lists can rank as FTS5 did: left out.
-        Known words are remembered (call under the lock).
-        """
-        missing = [w for w in dict.fromkeys(words) if w not in self._stems]
-        if missing:
-            if len(self._stems) + len(missing) > _MAX_STEMS:
-                self._stems.clear()
-            conn = self.db.conn
-            conn.executemany("INSERT INTO temp.lexical_words(rowid, word) VALUES (?, ?)",
-                             list(enumerate(missing, 1)))
-            found: dict[int, list[str]] = {}
-            for doc, term in conn.execute("SELECT doc, term FROM temp.lexical_word_tokens ORDER BY doc, offset"):
-                found.setdefault(doc, []).append(term)
-            conn.execute("INSERT INTO temp.lexical_words(lexical_words) VALUES ('delete-all')")
-            for n, word in enumerate(missing, 1):
-                self._stems[word] = tuple(found.get(n, ()))
-        return [self._stems[w][0] if len(self._stems[w]) == 1 else None for w in words]
+        """Each word's FTS5 term (:func:`~zep_core.stores.fts.word_terms`, on this connection; call under the lock)."""
+        return fts.word_terms(self.db.conn, words, self._stems)
 
     def lexical_search(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
                        context_weight: float = 1.0) -> dict[str, float]:
