@@ -83,9 +83,9 @@ class MemoryConfig:
             ``semantic_candidates``, ``graph_candidates``, ``hop_scores``, ``fusion``,
             ``lexical_weight``, ``lexical_candidates``, ``lexical_context_weight``, ``rrf_k``,
             ``graph_mode``, ``asker_weight``, ``newer_first_similarity``.
-        storage: :class:`StorageSettings`: ``busy_timeout_ms``, ``graph_buffer_pool_mb``,
+        storage: :class:`StorageSettings`: ``database_url``, ``busy_timeout_ms``, ``graph_buffer_pool_mb``,
             ``chroma_url``, ``chroma_process``, ``vector_timeout_s``, ``vector_exact_below``,
-            ``vector_collections_open``, ``on_embedder_mismatch``,
+            ``vector_collections_open``, ``postgres_exact_below``, ``on_embedder_mismatch``,
             ``index_writes``, ``on_missing_index``.
         limits: :class:`LimitSettings`: ``max_message_chars``, ``max_messages_per_episode``,
             ``max_facts_per_episode``, ``strict_timezones``, ``max_extraction_attempts``.

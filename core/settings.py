@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from .errors import ConfigError
 
-__all__ = ["SPEC_SCORING", "VECTOR_EXACT_BELOW", "LimitSettings", "ProviderSettings", "ScoringSettings",
+__all__ = ["POSTGRES_EXACT_BELOW", "SPEC_SCORING", "VECTOR_EXACT_BELOW",
+           "LimitSettings", "ProviderSettings", "ScoringSettings",
            "StorageSettings"]
 
 
@@ -170,6 +171,8 @@ SPEC_SCORING = ScoringSettings(semantic_threshold=0.6, semantic_weight=0.7, grap
 
 #: Users with fewer current facts are searched exactly in SQLite (bench/vector_tiers.py chose it).
 VECTOR_EXACT_BELOW = 1000
+#: PostgreSQL tenants with fewer current facts are searched exactly (bench/pg_vectors.py chose it).
+POSTGRES_EXACT_BELOW = 10_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,6 +209,14 @@ class StorageSettings:
             rebuild. The default is where approximate search starts to pay, measured by
             ``bench/vector_tiers.py`` (docs/benchmarks.md, "Vector tiers"); 0 gives every
             user a collection, as before.
+        postgres_exact_below: on PostgreSQL, a tenant with fewer current facts than this is
+            searched exactly (pgvector scores each of their current facts); the first write
+            (or search) that finds one at or above it has an HNSW index of their own built in
+            the background (approximate, partial to their current facts), used once complete;
+            they keep it until forgotten or a rebuild. The default is where the index starts
+            to pay, measured by ``bench/pg_vectors.py`` (docs/postgres.md); 0 indexes every
+            tenant with a fact. Each index adds a little to every write of facts, so keep it
+            for the large tenants.
         vector_collections_open: at most this many users' Chroma collections are resident
             at once; one more closes Chroma (releasing them all; nothing is lost) and it
             opens again on the next call that needs it. Each costs about 3 MB plus its
@@ -236,6 +247,7 @@ class StorageSettings:
     vector_timeout_s: float = 30.0
     vector_exact_below: int = VECTOR_EXACT_BELOW
     vector_collections_open: int = 64
+    postgres_exact_below: int = POSTGRES_EXACT_BELOW
     on_embedder_mismatch: Literal["error", "reembed"] = "error"
     index_writes: Literal["background", "sync"] = "background"
     on_missing_index: Literal["rebuild", "error", "ignore"] = "rebuild"
@@ -259,6 +271,9 @@ class StorageSettings:
             raise ConfigError(f"vector_exact_below must be an integer >= 0 (0: every user gets a Chroma "
                               f"collection), got {self.vector_exact_below!r}")
         _check_counts(self, "vector_collections_open")
+        if not _is_int(self.postgres_exact_below) or self.postgres_exact_below < 0:
+            raise ConfigError(f"postgres_exact_below must be an integer >= 0 (0: every tenant gets an HNSW index), "
+                              f"got {self.postgres_exact_below!r}")
         pool = self.graph_buffer_pool_mb
         if pool is not None and (not _is_int(pool) or pool < 16):
             raise ConfigError(f"graph_buffer_pool_mb must be an integer >= 16 (MB), or None for the default, "

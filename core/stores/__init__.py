@@ -140,6 +140,7 @@ def open_postgres(config: MemoryConfig) -> Stores:
     this process's scratch (the Cypher sandbox's copies) only.
     """
     from .postgres import PgRecordStore
+    from .postgres.hnsw import HnswIndexes
     from .postgres.indexes import PgGraphIndex, PgVectorIndex
 
     records = PgRecordStore(config.database_url, connect_timeout_s=config.busy_timeout_ms / 1000)
@@ -148,7 +149,9 @@ def open_postgres(config: MemoryConfig) -> Stores:
     except OSError as exc:
         records.close()
         raise StoreError(f"cannot create the scratch folder {config.data_path}: {exc}") from exc
-    return Stores(records, PgVectorIndex(records), PgGraphIndex(records), None, derived=False)
+    hnsw = HnswIndexes(records, records.new_connection, exact_below=config.postgres_exact_below)
+    records.on_facts_written, records.on_user_deleted = hnsw.written, hnsw.forgotten
+    return Stores(records, PgVectorIndex(records, hnsw), PgGraphIndex(records), None, derived=False)
 
 
 def _open_vectors(path: Path, config: MemoryConfig, records: RecordStore) -> VectorIndex:

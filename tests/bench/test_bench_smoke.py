@@ -250,3 +250,15 @@ def test_the_benchmarks_build_their_memories_with_the_settings_given(tmp_path, e
         data_dir=tmp_path / "data", save=False, settings={"vector_exact_below": 0})
     with sqlite3.connect(tmp_path / "data" / "zep.db") as db:  # every user in Chroma: promoted at the first write
         assert db.execute("SELECT user_id, state FROM vector_tiers").fetchall() == [("mini-1", "ready")]
+
+
+def test_the_pg_vectors_bench_times_both_searches_and_what_the_indexes_cost_others(pg_url):
+    pytest.importorskip("psycopg", reason="PostgreSQL benchmarks need the test extra: pip install -e '.[test]'")
+    from bench.pg_vectors import measure
+
+    result = measure(pg_url, (40, 120), queries=6, crowd=2)
+    assert [r["facts"] for r in result["rows"]] == [40, 120]
+    for row in result["rows"]:
+        assert row["exact_ms"]["p50"] > 0 and row["hnsw_ms"]["p50"] > 0 and 0 <= row["recall_at_10"] <= 1
+    assert result["others_after_crowd"]["small_tenant_search_ms"]["p50"] > 0
+    assert result["threshold"] in (None, 40, 120)

@@ -28,6 +28,7 @@ def test_an_unreachable_server_says_what_to_check_and_hides_the_password():
 def test_a_database_migrated_by_a_newer_release_is_refused_and_left_as_it_is(pg_url):
     import psycopg
     from zep_core.stores.postgres import PgRecordStore
+    from zep_core.stores.postgres.schema import MIGRATIONS
 
     PgRecordStore(pg_url).close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
@@ -35,7 +36,34 @@ def test_a_database_migrated_by_a_newer_release_is_refused_and_left_as_it_is(pg_
     with pytest.raises(StoreError, match="schema version 999, newer than this zep-memory's .* upgrade zep-memory"):
         PgRecordStore(pg_url)
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM zep.schema_migrations").fetchone()[0] == 2
+        assert conn.execute("SELECT count(*) FROM zep.schema_migrations").fetchone()[0] == len(MIGRATIONS) + 1
+
+
+def test_a_database_of_an_older_version_is_migrated_on_open_and_keeps_its_rows(pg_url):
+    import psycopg
+    from zep_core.stores.postgres import PgRecordStore
+    from zep_core.stores.postgres.connection import STORE
+    from zep_core.stores.postgres.schema import MIGRATIONS
+    from zep_core.tenant import Tenant
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # what release 1 made: its migration only
+        with conn.transaction():
+            conn.execute("CREATE SCHEMA zep")
+            conn.execute("SET search_path = zep, public")
+            conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, "
+                         "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+            version, description, statements = MIGRATIONS[0]
+            conn.execute(statements)
+            conn.execute("INSERT INTO schema_migrations(version, description) VALUES (%s, %s)", [version, description])
+            conn.execute("SET role zep_store")
+            conn.execute("INSERT INTO vector_tiers VALUES ('ann', 'ready')")
+    store = PgRecordStore(pg_url)
+    try:
+        assert store.schema_version() == MIGRATIONS[-1][0] > 1
+        assert store.vector_tiers() == {Tenant.of("ann"): "ready"}
+        assert store._rows(STORE, "SELECT count(*) FROM ann_vectors") == [(0,)]
+    finally:
+        store.close()
 
 
 def test_two_opens_of_a_new_database_migrate_it_once(pg_url):
@@ -43,6 +71,7 @@ def test_two_opens_of_a_new_database_migrate_it_once(pg_url):
 
     import psycopg
     from zep_core.stores.postgres import PgRecordStore
+    from zep_core.stores.postgres.schema import MIGRATIONS
 
     stores, errors = [], []
 
@@ -61,4 +90,5 @@ def test_two_opens_of_a_new_database_migrate_it_once(pg_url):
         store.close()
     assert errors == [] and len(stores) == 3
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        assert conn.execute("SELECT version FROM zep.schema_migrations").fetchall() == [(1,)]
+        assert conn.execute("SELECT version FROM zep.schema_migrations ORDER BY version").fetchall() == [
+            (version,) for version, _, _ in MIGRATIONS]

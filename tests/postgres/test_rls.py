@@ -53,6 +53,8 @@ def _fill_every_table(url: str) -> None:
                 conn.execute("INSERT INTO outbox_quarantine(op, user_id, ref_id, error) VALUES ('x', %s, %s, 'e')",
                              [user, f"{user}-f1"])
                 conn.execute("INSERT INTO vector_tiers VALUES (%s, 'large')", [user])
+                conn.execute("INSERT INTO ann_vectors(user_id, id, embedding) VALUES (%s, %s, %s::vector)",
+                             [user, f"{user}-f1", vector])
                 conn.execute("INSERT INTO lexical_docs VALUES (%s, 1, 3, 1, NULL, NULL, 'paris')", [user])
                 conn.execute("INSERT INTO lexical_postings VALUES (%s, 'paris', 1, 1, 1, 0, 3)", [user])
                 conn.execute("INSERT INTO lexical_stats VALUES (%s, 1, 3)", [user])

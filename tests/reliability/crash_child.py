@@ -68,8 +68,10 @@ def ingest_until_killed(data: str, acks: str, seed: int, trial: int, embedder: s
     emb = HashEmbedder() if embedder == "hash" else LocalEmbedder()
     # a user's vectors get a Chroma collection from their third current fact: kills land in both tiers and
     # in promotions (a collection built from SQLite, then marked); Chroma is started at the open, as the
-    # parent kills its process too
-    memory = Memory(MemoryConfig(data_dir=data, embedder=emb, vector_exact_below=3, database_url=database_url))
+    # parent kills its process too. On PostgreSQL, an HNSW index of their own from their third (kills land in
+    # its builds, and between a mark and its copy)
+    memory = Memory(MemoryConfig(data_dir=data, embedder=emb, vector_exact_below=3, postgres_exact_below=3,
+                                 database_url=database_url))
     ack(f"open {getattr(getattr(memory._stores.vectors, 'chroma', None), 'pid', None) or -1}")
 
     def send(eid: str, user: str, messages: list[Message]) -> None:

@@ -275,6 +275,16 @@ def test_sigkill_at_random_points_loses_no_acknowledged_episode_and_leaves_store
         if not failures:
             stats["episodes_verified_at_end"] = sum(
                 check_after_crash(f.config, read_acks(f.acks))[1] for f in folders)
+        if backend == "postgres":  # the kills landed beside HNSW builds: how many tenants were marked for one
+            from zep_core.stores.postgres import PgRecordStore
+
+            for f in folders:
+                store = PgRecordStore(f.config.database_url)
+                try:
+                    for state in store.vector_tiers().values():
+                        stats[f"tenants_hnsw_{state}"] += 1
+                finally:
+                    store.close()
     finally:
         zygote.close()
         logging.getLogger("zep_core").removeHandler(rebuilds)

@@ -87,6 +87,8 @@ class PgConnection:
         self._lock = threading.RLock()
         #: ``(role, tenant)`` the session runs its autocommit statements under (None: not set yet).
         self._session_scope: tuple[str, str] | None = None
+        #: Settings (``hnsw.ef_search``…) the session holds, set by :meth:`_rows_tuned` when they change.
+        self._session_settings: dict[str, str] = {}
         self.conn = self._connect()
         try:
             self._migrate()
@@ -94,23 +96,28 @@ class PgConnection:
             self.conn.close()
             raise
 
-    def _connect(self) -> Any:
-        """A new connection: autocommit, our schema first, pgvector's types registered."""
-        from pgvector.psycopg import register_vector
-
+    def new_connection(self) -> Any:
+        """A connection of its own, as the URL's user: autocommit, our schema first (for work beside the store's)."""
         psycopg = self._psycopg
         try:
-            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=self._connect_timeout,
+            return psycopg.connect(self._dsn, autocommit=True, connect_timeout=self._connect_timeout,
                                    options=f"-c search_path={SCHEMA_NAME},public")
         except psycopg.Error as exc:
             raise StoreUnavailableError(f"could not connect to the PostgreSQL database {self.url}: "
                                         f"{_first_line(exc)}. Check that the server runs and the URL's "
                                         "host, port, user and database are right") from None
+
+    def _connect(self) -> Any:
+        """The store's connection: autocommit, our schema first, pgvector's types registered."""
+        from pgvector.psycopg import register_vector
+
+        conn = self.new_connection()
         try:
             register_vector(conn)
-        except psycopg.ProgrammingError:  # a new database: the extension comes with the first migration
+        except self._psycopg.ProgrammingError:  # a new database: the extension comes with the first migration
             pass
         self._session_scope = None
+        self._session_settings = {}
         return conn
 
     def _live(self) -> Any:
@@ -215,6 +222,23 @@ class PgConnection:
 
     def _rows(self, scope: Scope, sql: str, params: Sequence[Any] | dict = ()) -> list[tuple]:
         with self._scoped(scope) as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+
+    def _rows_tuned(self, scope: Scope, settings: dict[str, str], sql: Any, params: Sequence[Any] = ()) -> list[tuple]:
+        """Rows of one statement run with server settings (``hnsw.ef_search``…) in force.
+
+        On its own, a statement finds them set for the session (set first when they are not
+        already these, as its scope is); inside a transaction, for that transaction only.
+        """
+        with self._scoped(scope) as cur:
+            local = self.conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE
+            wanted = {k: v for k, v in settings.items() if local or self._session_settings.get(k) != v}
+            if wanted:
+                cur.execute("SELECT " + ", ".join(["set_config(%s, %s, %s)"] * len(wanted)),
+                            [x for k, v in wanted.items() for x in (k, v, local)])
+                if not local:
+                    self._session_settings.update(wanted)
             cur.execute(sql, params)
             return cur.fetchall()
 

@@ -87,11 +87,17 @@ class PgEntityRows(PgFactRows):
                                "WHERE user_id = %s AND id = %s", [(s, n, t, tenant, eid) for _, eid, s, n, t in mine])
 
     def set_embeddings(self, tenant: Tenant, table: str, rows: Iterable[tuple[str, np.ndarray]]) -> None:
-        """Replace stored vectors of one user's facts or entities (re-embedding after an embedder change)."""
+        """Replace stored vectors of one user's facts or entities (re-embedding after an embedder change).
+
+        Call inside :meth:`transaction`.
+        """
         if table not in _VECTOR_TABLES:
             raise ValueError(table)
+        rows = list(rows)
         self._many(tenant, f"UPDATE {table} SET embedding = %s WHERE user_id = %s AND id = %s",
                    [(np.asarray(v, dtype=np.float32), tenant, i) for i, v in rows])
+        if table == "facts":
+            self._sync_ann(tenant, [i for i, _ in rows])
 
     def texts(self, tenant: Tenant, table: str, ids: Sequence[str]) -> dict[str, str]:
         """The texts one user's vectors are made from: fact content or entity name."""

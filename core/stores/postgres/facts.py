@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +14,7 @@ from ...temporal import STATEMENT, normalize_name
 from ...tenant import Tenant
 from ..schema import FACT_COLUMNS, StoredFact, fact_from_row, fact_row, iso, parse_time
 from .connection import STORE
+from .hnsw import SYNC, lock_key
 from .lexical import PgLexicalRows
 
 _CURRENT = "valid_until IS NULL AND superseded_by IS NULL"
@@ -42,6 +43,9 @@ def by_user(rows: Iterable[Any], user_of: Any) -> dict[Tenant, list[Any]]:
 class PgFactRows(PgLexicalRows):
     """Fact rows: written and updated with their lexical rows, and the reads of the update rules."""
 
+    #: Told ``(tenant, facts written)`` after each write (before its commit): the HNSW indexes' size check.
+    on_facts_written: Callable[[Tenant, int], None] | None = None
+
     def write_facts(self, facts: Iterable[StoredFact]) -> None:
         """Insert or replace fact rows and index them lexically (call inside :meth:`transaction`).
 
@@ -62,6 +66,9 @@ class PgFactRows(PgLexicalRows):
                          s.subject_id, s.object_id, np.asarray(s.embedding, dtype=np.float32), normalize_name(f.object))
                         for s in mine for f in [s.fact]])
             self._index_lexical(tenant, ids)
+            self._sync_ann(tenant, ids)
+            if self.on_facts_written is not None:
+                self.on_facts_written(tenant, len(ids))
 
     def update_facts(self, facts: Iterable[Fact]) -> None:
         """Rewrite the mutable columns of stored facts (supersession, reinforcement), and their lexical validity."""
@@ -77,6 +84,17 @@ class PgFactRows(PgLexicalRows):
                       for f in mine if f.id in rowids}
             if wanted:
                 self._revalidate(tenant, wanted)
+            self._sync_ann(tenant, [f.id for f in mine])
+
+    def _sync_ann(self, tenant: Tenant, ids: Sequence[str]) -> None:
+        """Bring a tenant's copy of current vectors (``ann_vectors``, kept for an HNSW index) up to these facts.
+
+        Nothing is copied for a tenant without an index (:mod:`.hnsw`); the shared lock keeps
+        this write from falling between an index build's mark and its copy (call inside
+        :meth:`transaction`).
+        """
+        self._exec(tenant, "SELECT pg_advisory_xact_lock_shared(%s)", [lock_key(tenant)])
+        self._exec(tenant, SYNC, {"u": tenant, "ids": list(ids)})
 
     def get_facts(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, Fact]:
         """Facts by id, for one user only."""

@@ -10,7 +10,8 @@ from those rows, under the tenant's row-level security; their writes (what the o
 applies) have nothing left to do.
 
 - Vectors: an exact search over the tenant's current facts (pgvector's inner product over
-  unit vectors: the cosine), in the database.
+  unit vectors: the cosine), in the database; for a tenant with an HNSW index of their own
+  (:mod:`.hnsw`: the large ones), an approximate search by that index.
 - Graph: ``related`` walks the tenant's facts between two entities, both ways and of any
   validity, with a recursive CTE, nearest first, then by name.
 """
@@ -24,15 +25,29 @@ import numpy as np
 from ...tenant import Tenant
 from ..base import EntityNode, FactEdge
 from .connection import STORE
+from .hnsw import EF_SEARCH, HnswIndexes, approximate_query
 
 _CURRENT = "valid_until IS NULL AND superseded_by IS NULL"
+#: What a tenant's search reads: their copy when they have an HNSW index (any state), else their current facts.
+_SEARCHED = f"""
+SELECT {{what}} FROM ann_vectors WHERE user_id = %(u)s AND EXISTS (SELECT 1 FROM vector_tiers WHERE user_id = %(u)s)
+UNION ALL
+SELECT {{what}} FROM facts WHERE user_id = %(u)s AND {_CURRENT}
+    AND NOT EXISTS (SELECT 1 FROM vector_tiers WHERE user_id = %(u)s)"""
 
 
 class PgVectorIndex:
-    """:class:`~zep_core.stores.base.VectorIndex` over the current facts' stored vectors (exact, per tenant)."""
+    """:class:`~zep_core.stores.base.VectorIndex` over the current facts' stored vectors (exact, or HNSW when large).
 
-    def __init__(self, records: object) -> None:
-        self.records = records  # a PgRecordStore: its connection and its tenant scoping
+    Args:
+        records: the :class:`~zep_core.stores.postgres.PgRecordStore` (its connection and tenant scoping).
+        hnsw: the large tenants' HNSW indexes; None searches every tenant exactly.
+
+    """
+
+    def __init__(self, records: object, hnsw: HnswIndexes | None = None) -> None:
+        self.records = records
+        self.hnsw = hnsw
 
     def upsert(self, user_id: str, kind: str, ids: Sequence[str], vectors: np.ndarray) -> None:
         """Nothing to do: a fact's vector is written with its row."""
@@ -48,6 +63,13 @@ class PgVectorIndex:
             return []
         tenant = Tenant.of(user_id)
         query = np.asarray(vector, dtype=np.float32)
+        if self.hnsw is not None and self.hnsw.ready(tenant):
+            rows = self.records._rows_tuned(
+                tenant, {"hnsw.ef_search": str(max(EF_SEARCH, k)), "hnsw.iterative_scan": "strict_order"},
+                approximate_query(self.records._psycopg, tenant, len(query)), [query, query, k])
+            return [(fid, float(score)) for fid, score in rows]
+        if self.hnsw is not None:
+            self.hnsw.searched(tenant)
         rows = self.records._rows(tenant, "SELECT id, -(embedding <#> %s) AS score FROM facts WHERE user_id = %s "
                                           f"AND {_CURRENT} AND vector_dims(embedding) = %s "
                                           "ORDER BY embedding <#> %s, rowid LIMIT %s",
@@ -55,23 +77,31 @@ class PgVectorIndex:
         return [(fid, float(score)) for fid, score in rows]
 
     def ids(self, user_id: str, kind: str) -> set[str]:
-        """The tenant's current fact ids."""
+        """The ids the search reads: a tenant's current facts, or the copy kept for their HNSW index (:mod:`.hnsw`).
+
+        The copy is what ``check_consistency`` compares with the current facts: a write that
+        skipped it, or a build a crash cut off, shows as ids missing or stale.
+        """
         tenant = Tenant.of(user_id)
-        return {r[0] for r in self.records._rows(tenant, f"SELECT id FROM facts WHERE user_id = %s AND {_CURRENT}",
-                                                 [tenant])}
+        return {r[0] for r in self.records._rows(tenant, _SEARCHED.format(what="id"), {"u": tenant})}
 
     def count(self, user_id: str, kind: str) -> int:
-        """How many current facts the tenant has."""
-        return self.records.current_fact_count(Tenant.of(user_id))
+        """How many ids the search reads (see :meth:`ids`)."""
+        tenant = Tenant.of(user_id)
+        return sum(r[0] for r in self.records._rows(tenant, _SEARCHED.format(what="count(*)"), {"u": tenant}))
 
     def drop_user(self, user_id: str) -> None:
         """Nothing to do: the tenant's rows go with :meth:`PgRecordStore.delete_user`."""
 
     def reset(self) -> None:
-        """Nothing to do: the index is the records."""
+        """Drop the large tenants' HNSW indexes (a rebuild: the vectors may have changed); they are built again."""
+        if self.hnsw is not None:
+            self.hnsw.drop_all()
 
     def close(self) -> None:
-        """Nothing to release: the record store owns the connection."""
+        """Stop the HNSW builds (the record store owns the connection)."""
+        if self.hnsw is not None:
+            self.hnsw.close()
 
 
 class PgGraphIndex:

@@ -40,9 +40,11 @@ STORE_ROLE = "zep_store"
 #: Advisory lock key of the migrations (any constant: two openers of one database serialize on it).
 MIGRATION_LOCK = 0x7A65_706D  # "zepm"
 
+#: The tables with a ``user_id`` of version 1 (what its migration secured: never changes).
+_V1_TENANT_TABLES = ("episodes", "messages", "facts", "entities", "aliases", "outbox", "outbox_quarantine",
+                     "session_messages", "vector_tiers", "lexical_docs", "lexical_postings", "lexical_stats")
 #: Every table with a ``user_id``: each has row-level security (forced) with the two policies.
-TENANT_TABLES = ("episodes", "messages", "facts", "entities", "aliases", "outbox", "outbox_quarantine",
-                 "session_messages", "vector_tiers", "lexical_docs", "lexical_postings", "lexical_stats")
+TENANT_TABLES = (*_V1_TENANT_TABLES, "ann_vectors")
 
 _TABLES = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -135,16 +137,23 @@ DO $$ BEGIN
 END $$;""" for role in (TENANT_ROLE, STORE_ROLE))
 
 
-def _security() -> str:
-    """Row privileges for the two roles, and row-level security (forced) on every tenant table."""
+def _security(tables: tuple[str, ...] = _V1_TENANT_TABLES, *, first: bool = True) -> str:
+    """Row privileges for the two roles, and row-level security (forced) on ``tables``.
+
+    ``first``: the schema's first tables (every table, the schema and its sequences granted);
+    else only ``tables`` are granted (a later migration's new tables).
+    """
     roles = f"{TENANT_ROLE}, {STORE_ROLE}"
-    out = [f"GRANT USAGE ON SCHEMA {SCHEMA_NAME} TO {roles};",
-           f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {SCHEMA_NAME} TO {roles};",
-           f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {SCHEMA_NAME} TO {roles};",
-           f"REVOKE ALL ON meta FROM {TENANT_ROLE};",  # the store's own settings: store-wide work only
-           f"GRANT SELECT ON meta TO {TENANT_ROLE};"]
+    if first:
+        out = [f"GRANT USAGE ON SCHEMA {SCHEMA_NAME} TO {roles};",
+               f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {SCHEMA_NAME} TO {roles};",
+               f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {SCHEMA_NAME} TO {roles};",
+               f"REVOKE ALL ON meta FROM {TENANT_ROLE};",  # the store's own settings: store-wide work only
+               f"GRANT SELECT ON meta TO {TENANT_ROLE};"]
+    else:
+        out = [f"GRANT SELECT, INSERT, UPDATE, DELETE ON {', '.join(tables)} TO {roles};"]
     tenant = "user_id = current_setting('zep.tenant', true)"
-    for table in TENANT_TABLES:
+    for table in tables:
         out += [f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;",
                 f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY;",
                 f"CREATE POLICY {table}_tenant ON {table} TO {TENANT_ROLE} USING ({tenant}) WITH CHECK ({tenant});",
@@ -156,6 +165,10 @@ def _security() -> str:
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (1, "the tables, their keys led by user_id, the roles and row-level security",
      "CREATE EXTENSION IF NOT EXISTS vector;\n" + _roles() + _TABLES + _security()),
+    (2, "ann_vectors: the current vectors of the tenants with an HNSW index",
+     "CREATE TABLE ann_vectors (user_id TEXT NOT NULL, id TEXT NOT NULL, embedding vector NOT NULL, "
+     "dims INTEGER GENERATED ALWAYS AS (vector_dims(embedding)) STORED, PRIMARY KEY (user_id, id));\n"
+     + _security(("ann_vectors",), first=False)),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

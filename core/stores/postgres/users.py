@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -15,11 +15,15 @@ from .connection import STORE, PgConnection
 
 #: A tenant's tables, in the order :meth:`PgUserRows.delete_user` empties them.
 _USER_TABLES = ("messages", "episodes", "facts", "entities", "aliases", "session_messages",
-                "lexical_postings", "lexical_docs", "lexical_stats")
+                "lexical_postings", "lexical_docs", "lexical_stats", "vector_tiers",
+                "ann_vectors")
 
 
 class PgUserRows(PgConnection):
     """Users, their episodes and their chat sessions: what ingest stores first and the adapters' history."""
+
+    #: Told the tenant whose rows :meth:`delete_user` deleted (before the commit): their HNSW index is dropped.
+    on_user_deleted: Callable[[Tenant], None] | None = None
 
     def has_user(self, tenant: Tenant) -> bool:
         """Whether anything was ever stored for the tenant."""
@@ -41,6 +45,8 @@ class PgUserRows(PgConnection):
         """Delete every row of a user, and their lexical index (call inside :meth:`transaction`)."""
         for table in _USER_TABLES:
             self._exec(tenant, f"DELETE FROM {table} WHERE user_id = %s", [tenant])
+        if self.on_user_deleted is not None:
+            self.on_user_deleted(tenant)
 
     def episode_owner(self, episode_id: str) -> Tenant | None:
         """The user an episode id belongs to, or None if unknown (the id namespace: only the owner is read)."""

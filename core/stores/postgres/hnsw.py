@@ -1,0 +1,316 @@
+"""HNSW indexes for the large tenants on PostgreSQL: one partial pgvector index per tenant, built in the background.
+
+Why: a tenant's vector search is exact by default (:class:`~.indexes.PgVectorIndex`: pgvector
+scores every current fact of the tenant), which costs time in proportion to the tenant's
+facts. Past ``exact_below`` current facts an approximate index answers faster
+(``bench/pg_vectors.py`` measures where; docs/postgres.md gives the figures). One HNSW
+index over every tenant's vectors would make each small tenant's search filter the whole
+table's graph, and every insert pay for it; so a large tenant gets an index of their own.
+
+**Not on ``facts``.** A partial index per tenant on ``facts`` would be one more predicate for
+the planner to test in *every* statement over ``facts``, of every tenant: measured, 100 such
+indexes made ``get_context`` of a small tenant about twice as slow. So the indexed tenants'
+current vectors are copied into a table of their own, ``ann_vectors``, and the partial
+indexes are on it::
+
+    CREATE INDEX CONCURRENTLY ann_hnsw_<hash> ON zep.ann_vectors
+    USING hnsw ((embedding::vector(D)) vector_ip_ops)
+    WHERE user_id = '<tenant>' AND dims = D
+
+(``dims``: the vector's dimension, a stored column, so the planner knows how many rows match.)
+
+**The copy is never behind.** Each write of facts updates ``ann_vectors`` in its own
+transaction (:meth:`~zep_core.stores.postgres.facts.PgFactRows.write_facts`, ``update_facts``,
+``set_embeddings``: :data:`SYNC`), for a tenant with a row in ``vector_tiers`` (whichever
+process marked it); that write first takes a shared advisory lock on the tenant, and the
+build takes it exclusively while it marks the tenant and copies their vectors, so no write
+can fall between the copy and the mark. A search uses the index when it repeats its
+predicate with the tenant named literally (:func:`approximate_query`); row-level security
+still admits only the tenant's rows.
+
+**When.** Each fact write names its tenant to :meth:`HnswIndexes.written` (cheap: a dict);
+a background thread counts the tenant's current facts once the write committed, and at
+``exact_below`` or more copies their vectors and builds the index with ``CONCURRENTLY``
+(writes go on meanwhile) on a connection of its own, as the URL's user (who owns the
+tables: the tenant roles own nothing). Only once the index is valid is the tenant marked
+``ready``, and only then do its searches use it. A build cut off (a crash, a closed memory)
+leaves an invalid index, dropped and built again on the next try; two processes serialize
+on an advisory lock. A tenant stays indexed until forgotten or a rebuild. Every process
+reads the marks again every ``refresh_s`` seconds, so the servers sharing a database use an
+index whichever of them built it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ...tenant import Tenant, key
+from .connection import STORE
+
+__all__ = ["EF_SEARCH", "SYNC", "HnswIndexes", "approximate_query", "index_name", "lock_key"]
+
+log = logging.getLogger("zep_core.stores.postgres")
+
+_BUILDING, _READY = "building", "ready"
+_CURRENT = "valid_until IS NULL AND superseded_by IS NULL"
+#: Candidates HNSW keeps while searching (``hnsw.ef_search``), at least the ``k`` asked for.
+EF_SEARCH = 100
+#: Memory a build may use on the server (``maintenance_work_mem``): a graph that outgrows it builds far slower.
+BUILD_MEMORY = "256MB"
+
+
+#: Keep a tenant's ``ann_vectors`` rows equal to their current facts' vectors, for the ids just written,
+#: when the tenant is marked (any state); params ``{"u": tenant, "ids": [...]}``. Run after taking
+#: :func:`lock_key` shared, in the write's transaction.
+SYNC = f"""
+WITH marked AS (SELECT 1 FROM vector_tiers WHERE user_id = %(u)s),
+gone AS (DELETE FROM ann_vectors a WHERE a.user_id = %(u)s AND a.id = ANY(%(ids)s) AND NOT EXISTS (
+    SELECT 1 FROM facts f WHERE f.user_id = a.user_id AND f.id = a.id AND {_CURRENT}))
+INSERT INTO ann_vectors(user_id, id, embedding)
+SELECT user_id, id, embedding FROM facts
+WHERE user_id = %(u)s AND id = ANY(%(ids)s) AND {_CURRENT} AND EXISTS (SELECT 1 FROM marked)
+ON CONFLICT (user_id, id) DO UPDATE SET embedding = excluded.embedding"""
+
+
+def lock_key(tenant: Tenant) -> int:
+    """The advisory lock of a tenant's copy: writes take it shared, the build exclusively."""
+    return int.from_bytes(hashlib.sha256(b"zep-ann\0" + key(tenant).encode()).digest()[:8], "big", signed=True)
+
+
+def index_name(tenant: Tenant) -> str:
+    """The name of a tenant's HNSW index: a hash of the user id (any text may be one; a name may not)."""
+    return "ann_hnsw_" + hashlib.sha256(key(tenant).encode()).hexdigest()[:24]
+
+
+def _predicate(psycopg: Any, tenant: Tenant, dimension: int) -> Any:
+    """The index's ``WHERE``, the tenant and dimension as literals (what a query must repeat to use it)."""
+    sql = psycopg.sql
+    return sql.SQL("user_id = {} AND dims = {}").format(sql.Literal(key(tenant)),
+                                                                          sql.Literal(int(dimension)))
+
+
+def approximate_query(psycopg: Any, tenant: Tenant, dimension: int) -> Any:
+    """The k-nearest search that the tenant's index answers: params ``(vector, vector, k)``."""
+    sql = psycopg.sql
+    cast = sql.SQL("::vector({})").format(sql.Literal(int(dimension)))
+    return sql.SQL("SELECT id, -((embedding{cast}) <#> %s{cast}) FROM ann_vectors WHERE {where} "
+                   "ORDER BY (embedding{cast}) <#> %s{cast} LIMIT %s").format(
+        cast=cast, where=_predicate(psycopg, tenant, dimension))
+
+
+class HnswIndexes:
+    """Which tenants have an HNSW index of their own, and the thread that builds (and drops) them.
+
+    Args:
+        records: the :class:`~zep_core.stores.postgres.PgRecordStore` (counts, marks, the tenant's dimension).
+        connect: opens a new autocommit connection as the URL's user (builds run on it).
+        exact_below: tenants with fewer current facts than this are searched exactly.
+        refresh_s: how often the marks are read again (another process's builds).
+
+    """
+
+    def __init__(self, records: Any, connect: Callable[[], Any], *, exact_below: int,
+                 refresh_s: float = 10.0) -> None:
+        self.records = records
+        self.exact_below = exact_below
+        self.refresh_s = refresh_s
+        self._connect = connect
+        self._lock = threading.Condition()
+        self._ready: set[Tenant] = set()
+        self._read_at = 0.0
+        self._todo: dict[Tenant, str] = {}  # tenant -> "check" | "drop", in arrival order
+        self._checked: dict[Tenant, int] = {}  # current facts counted at the last check
+        self._added: dict[Tenant, int] = {}  # facts written since
+        self._thread: threading.Thread | None = None
+        self._building: Any = None  # the build's connection, to cancel it on close
+        self._closed = False
+        self.failures = 0  # builds that failed (logged); the tenant stays exact
+
+    # -- what queries ask ---------------------------------------------------------------------
+
+    def ready(self, tenant: Tenant) -> bool:
+        """Whether the tenant's searches go to their HNSW index (the marks read again every ``refresh_s``)."""
+        now = time.monotonic()
+        if now - self._read_at > self.refresh_s:
+            self._read_at = now
+            self._ready = {t for t, state in self.records.vector_tiers().items() if state == _READY}
+        return tenant in self._ready
+
+    def searched(self, tenant: Tenant) -> None:
+        """An exact search of a tenant this process has not counted yet: count it (in the background)."""
+        if tenant not in self._checked and tenant not in self._todo:
+            self.written(tenant, 0)
+
+    # -- what writes tell ---------------------------------------------------------------------
+
+    def written(self, tenant: Tenant, facts: int) -> None:
+        """``facts`` were written for ``tenant`` (not yet committed): check its size once they are."""
+        with self._lock:
+            if self._closed or tenant in self._ready:
+                return
+            self._added[tenant] = self._added.get(tenant, 0) + facts
+            known = self._checked.get(tenant)
+            if known is not None and known + self._added[tenant] < self.exact_below:
+                return  # certainly still small: no count
+            self._todo.setdefault(tenant, "check")
+            self._start()
+
+    def forgotten(self, tenant: Tenant) -> None:
+        """A tenant's rows were deleted: drop their index (in the background) and stop using it."""
+        with self._lock:
+            self._ready.discard(tenant)
+            self._checked.pop(tenant, None)
+            self._added.pop(tenant, None)
+            if self._closed:
+                return
+            self._todo.pop(tenant, None)
+            self._todo[tenant] = "drop"
+            self._start()
+
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="zep-hnsw", daemon=True)
+            self._thread.start()
+        self._lock.notify()
+
+    # -- the thread ---------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._todo and not self._closed:
+                    self._lock.wait()
+                if self._closed:
+                    return
+                tenant, job = next(iter(self._todo.items()))
+                del self._todo[tenant]
+                added = self._added.pop(tenant, 0)
+            try:
+                if job == "drop":
+                    self.drop(tenant)
+                else:
+                    self.check(tenant, added)
+            except Exception as exc:  # noqa: BLE001 - an index only makes search faster: log it, stay exact
+                self.failures += 1
+                log.warning("the HNSW index of a tenant could not be %s (its searches stay exact): %s",
+                            "dropped" if job == "drop" else "built", exc)
+
+    def check(self, tenant: Tenant, added: int = 0) -> bool:
+        """Count the tenant's current facts; build their index if there are ``exact_below`` or more.
+
+        Returns whether the tenant is indexed now. Runs in the caller's thread (the
+        background thread's job; tests and benchmarks call it directly).
+        """
+        count = self.records.current_fact_count(tenant)
+        with self._lock:
+            self._checked[tenant] = count
+        if count < max(self.exact_below, 1):
+            return False
+        rows = self.records._rows(tenant, f"SELECT vector_dims(embedding) FROM facts WHERE user_id = %s AND {_CURRENT} "
+                                          "LIMIT 1", [tenant])
+        if not rows:
+            return False
+        self.build(tenant, int(rows[0][0]))
+        return True
+
+    def build(self, tenant: Tenant, dimension: int) -> None:
+        """Build the tenant's index (``CONCURRENTLY``) unless a valid one exists, then mark them ready."""
+        psycopg = self.records._psycopg
+        sql = psycopg.sql
+        name = index_name(tenant)
+        conn = self._connect()
+        try:
+            with self._lock:
+                if self._closed:
+                    return
+                self._building = conn
+            locked = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [name]).fetchone()[0]
+            if not locked:
+                return  # another process builds it; its mark reaches us on the next refresh
+            if self.records.vector_tiers().get(tenant) != _READY:
+                self._copy(tenant)
+                conn.execute("ANALYZE ann_vectors")  # the planner learns the copy's size: the index pays
+            valid = conn.execute("SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                                 "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                                 "WHERE n.nspname = current_schema() AND c.relname = %s", [name]).fetchall()
+            if valid and not valid[0][0]:  # a build cut off: start again
+                conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+            if not valid or not valid[0][0]:
+                started = time.perf_counter()
+                conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(BUILD_MEMORY)))
+                conn.execute(sql.SQL("CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON ann_vectors "
+                                     "USING hnsw ((embedding::vector({})) vector_ip_ops) WHERE {}").format(
+                    sql.Identifier(name), sql.Literal(int(dimension)), _predicate(psycopg, tenant, dimension)))
+                log.info("built an HNSW index for a tenant of %d dimensions in %.1f s", dimension,
+                         time.perf_counter() - started)
+            self.records.set_vector_tier(tenant, _READY)
+            with self._lock:
+                self._ready.add(tenant)
+        finally:
+            with self._lock:
+                self._building = None
+            conn.close()
+
+    def _copy(self, tenant: Tenant) -> None:
+        """Mark the tenant (their writes keep the copy from now on) and copy their current vectors, atomically."""
+        records = self.records
+        with records.transaction():
+            records._exec(tenant, "SELECT pg_advisory_xact_lock(%s)", [lock_key(tenant)])
+            records.set_vector_tier(tenant, _BUILDING)
+            records._exec(tenant, "DELETE FROM ann_vectors WHERE user_id = %s", [tenant])
+            records._exec(tenant, "INSERT INTO ann_vectors(user_id, id, embedding) SELECT user_id, id, embedding "
+                                  f"FROM facts WHERE user_id = %s AND {_CURRENT}", [tenant])
+
+    def drop(self, tenant: Tenant) -> None:
+        """Drop the tenant's index, mark and copy (a forgotten tenant's index would hold nothing)."""
+        sql = self.records._psycopg.sql
+        conn = self._connect()
+        try:
+            conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(index_name(tenant))))
+        finally:
+            conn.close()
+        with self.records.transaction():
+            self.records.clear_vector_tier(tenant)
+            self.records._exec(tenant, "DELETE FROM ann_vectors WHERE user_id = %s", [tenant])
+        with self._lock:
+            self._ready.discard(tenant)
+
+    def drop_all(self) -> int:
+        """Drop every tenant's index, mark and copy (a rebuild: the vectors may have changed dimension); how many."""
+        sql = self.records._psycopg.sql
+        conn = self._connect()
+        try:
+            names = [r[0] for r in conn.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = current_schema() AND c.relkind = 'i' AND c.relname LIKE 'ann\\_hnsw\\_%%'")]
+            for name in names:
+                conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+        finally:
+            conn.close()
+        with self.records.transaction():
+            self.records.clear_vector_tier()
+            self.records._exec(STORE, "DELETE FROM ann_vectors")
+        with self._lock:
+            self._ready.clear()
+            self._checked.clear()
+        return len(names)
+
+    def close(self) -> None:
+        """Stop the thread; a build under way is cancelled (its invalid index is dropped on the next try)."""
+        with self._lock:
+            self._closed = True
+            self._todo.clear()
+            building = self._building
+            self._lock.notify_all()
+        if building is not None:
+            try:
+                building.cancel_safe(timeout=5)
+            except Exception:  # noqa: BLE001 - the connection is closing anyway
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=10)
