@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
@@ -24,7 +24,7 @@ from .schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_NAME, SCHEMA_VERSION, STO
 
 log = logging.getLogger("zep_core.stores.postgres")
 
-__all__ = ["STORE", "PgConnection", "Scope", "public_url", "url_without_password"]
+__all__ = ["SCOPE_SQL", "STORE", "PgConnection", "Scope", "public_url", "url_without_password"]
 
 
 class _Store:
@@ -42,7 +42,7 @@ Scope = Tenant | _Store
 
 _CHUNK = 500  # ids per ``= ANY(%s)`` list
 #: Take the role and name the tenant, both for the rest of the transaction only (``SET LOCAL``).
-_SCOPE = "SELECT set_config('role', %s, %s), set_config('zep.tenant', %s, %s)"
+SCOPE_SQL = "SELECT set_config('role', %s, %s), set_config('zep.tenant', %s, %s)"
 
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 _PASSWORD_PARAMETER = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
@@ -89,6 +89,8 @@ class PgConnection:
         self._session_scope: tuple[str, str] | None = None
         #: Settings (``hnsw.ef_search``…) the session holds, set by :meth:`_rows_tuned` when they change.
         self._session_settings: dict[str, str] = {}
+        self._depth = 0  # transactions open (nested: savepoints)
+        self._after_commit: list[Callable[[], None]] = []
         self.conn = self._connect()
         try:
             self._migrate()
@@ -177,11 +179,32 @@ class PgConnection:
         with self._lock:
             conn = self._live() if self.conn.info.transaction_status == self._psycopg.pq.TransactionStatus.IDLE \
                 else self.conn
+            outermost, committed = self._depth == 0, False
+            self._depth += 1
             try:
                 with conn.transaction():
                     yield
+                committed = outermost
             except self._psycopg.Error as exc:
                 raise self._failed("write", exc) from None
+            finally:
+                self._depth -= 1
+                done = self._after_commit if outermost else []
+                if outermost:
+                    self._after_commit = []
+        for call in done if committed else ():
+            call()
+
+    def after_commit(self, call: Callable[[], None]) -> None:
+        """Run ``call`` once the write under way commits (never if it rolls back); at once outside a write.
+
+        For what must see the write committed, from another connection (the HNSW builder's count).
+        """
+        with self._lock:
+            if self._depth:
+                self._after_commit.append(call)
+                return
+        call()
 
     @contextmanager
     def _scoped(self, scope: Scope) -> Iterator[Any]:
@@ -204,10 +227,10 @@ class PgConnection:
                     conn = self._live()
                 cur = conn.cursor(binary=True)  # binary results: a vector is read as bytes, not parsed from text
                 if conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
-                    cur.execute(_SCOPE, [role, True, tenant, True])
+                    cur.execute(SCOPE_SQL, [role, True, tenant, True])
                 elif self._session_scope != (role, tenant):
                     self._session_scope = None  # unknown until the server said yes
-                    cur.execute(_SCOPE, [role, False, tenant, False])
+                    cur.execute(SCOPE_SQL, [role, False, tenant, False])
                     self._session_scope = (role, tenant)
                 yield cur
             except self._psycopg.Error as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -43,7 +44,7 @@ def by_user(rows: Iterable[Any], user_of: Any) -> dict[Tenant, list[Any]]:
 class PgFactRows(PgLexicalRows):
     """Fact rows: written and updated with their lexical rows, and the reads of the update rules."""
 
-    #: Told ``(tenant, facts written)`` after each write (before its commit): the HNSW indexes' size check.
+    #: Told ``(tenant, facts written)`` once each write committed: the HNSW indexes' size check.
     on_facts_written: Callable[[Tenant, int], None] | None = None
 
     def write_facts(self, facts: Iterable[StoredFact]) -> None:
@@ -68,7 +69,7 @@ class PgFactRows(PgLexicalRows):
             self._index_lexical(tenant, ids)
             self._sync_ann(tenant, ids)
             if self.on_facts_written is not None:
-                self.on_facts_written(tenant, len(ids))
+                self.after_commit(functools.partial(self.on_facts_written, tenant, len(ids)))
 
     def update_facts(self, facts: Iterable[Fact]) -> None:
         """Rewrite the mutable columns of stored facts (supersession, reinforcement), and their lexical validity."""

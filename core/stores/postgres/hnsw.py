@@ -46,11 +46,13 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ...tenant import Tenant, key
-from .connection import STORE
+from .connection import SCOPE_SQL, STORE, Scope
+from .schema import STORE_ROLE, TENANT_ROLE
 
 __all__ = ["EF_SEARCH", "SYNC", "HnswIndexes", "approximate_query", "index_name", "lock_key"]
 
@@ -107,8 +109,9 @@ class HnswIndexes:
     """Which tenants have an HNSW index of their own, and the thread that builds (and drops) them.
 
     Args:
-        records: the :class:`~zep_core.stores.postgres.PgRecordStore` (counts, marks, the tenant's dimension).
-        connect: opens a new autocommit connection as the URL's user (builds run on it).
+        records: the :class:`~zep_core.stores.postgres.PgRecordStore` (the marks, read by searches).
+        connect: opens a new autocommit connection as the URL's user: the builder's own, for the
+            counts, copies and builds (the store's connection is never held meanwhile).
         exact_below: tenants with fewer current facts than this are searched exactly.
         refresh_s: how often the marks are read again (another process's builds).
 
@@ -127,7 +130,9 @@ class HnswIndexes:
         self._checked: dict[Tenant, int] = {}  # current facts counted at the last check
         self._added: dict[Tenant, int] = {}  # facts written since
         self._thread: threading.Thread | None = None
-        self._building: Any = None  # the build's connection, to cancel it on close
+        self._conn: Any = None  # the builder's own connection (see :meth:`_own`)
+        self._work = threading.RLock()  # one job at a time on it (the thread's, or a rebuild's drop_all)
+        self._building = False  # a CREATE INDEX runs on it: close() cancels it
         self._closed = False
         self.failures = 0  # builds that failed (logged); the tenant stays exact
 
@@ -200,39 +205,52 @@ class HnswIndexes:
                 log.warning("the HNSW index of a tenant could not be %s (its searches stay exact): %s",
                             "dropped" if job == "drop" else "built", exc)
 
+    @contextmanager
+    def _scoped(self, scope: Scope) -> Iterator[Any]:
+        """The builder's own connection in a transaction under ``scope`` (as the store's statements run)."""
+        role, tenant = (STORE_ROLE, "") if scope is STORE else (TENANT_ROLE, key(scope))
+        conn = self._own()
+        with conn.transaction():
+            conn.execute(SCOPE_SQL, [role, True, tenant, True])
+            yield conn
+
+    def _own(self) -> Any:
+        """The builder's connection (as the URL's user), opened on first use and again if it was lost."""
+        if self._conn is None or self._conn.closed:
+            self._conn = self._connect()
+        return self._conn
+
     def check(self, tenant: Tenant, added: int = 0) -> bool:
         """Count the tenant's current facts; build their index if there are ``exact_below`` or more.
 
         Returns whether the tenant is indexed now. Runs in the caller's thread (the
-        background thread's job; tests and benchmarks call it directly).
+        background thread's job; tests and benchmarks call it directly), on the builder's
+        own connection: the store's is never held while a tenant is counted or copied.
         """
-        count = self.records.current_fact_count(tenant)
-        with self._lock:
-            self._checked[tenant] = count
-        if count < max(self.exact_below, 1):
-            return False
-        rows = self.records._rows(tenant, f"SELECT vector_dims(embedding) FROM facts WHERE user_id = %s AND {_CURRENT} "
-                                          "LIMIT 1", [tenant])
-        if not rows:
-            return False
-        self.build(tenant, int(rows[0][0]))
-        return True
-
-    def build(self, tenant: Tenant, dimension: int) -> None:
-        """Build the tenant's index (``CONCURRENTLY``) unless a valid one exists, then mark them ready."""
-        psycopg = self.records._psycopg
-        sql = psycopg.sql
-        name = index_name(tenant)
-        conn = self._connect()
-        try:
+        with self._work:
+            with self._scoped(tenant) as conn:
+                count = conn.execute(f"SELECT count(*) FROM facts WHERE user_id = %s AND {_CURRENT}",
+                                     [key(tenant)]).fetchone()[0]
+                dims = conn.execute(f"SELECT vector_dims(embedding) FROM facts WHERE user_id = %s AND {_CURRENT} "
+                                    "LIMIT 1", [key(tenant)]).fetchall()
             with self._lock:
-                if self._closed:
-                    return
-                self._building = conn
-            locked = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [name]).fetchone()[0]
-            if not locked:
-                return  # another process builds it; its mark reaches us on the next refresh
-            if self.records.vector_tiers().get(tenant) != _READY:
+                self._checked[tenant] = count
+            if count < max(self.exact_below, 1) or not dims:
+                return False
+            self._build(tenant, int(dims[0][0]))
+            return True
+
+    def _build(self, tenant: Tenant, dimension: int) -> None:
+        """Build the tenant's index (``CONCURRENTLY``) unless a valid one exists, then mark them ready."""
+        sql = self.records._psycopg.sql
+        name = index_name(tenant)
+        conn = self._own()
+        if not conn.execute("SELECT pg_try_advisory_lock(%s)", [lock_key(tenant)]).fetchone()[0]:
+            return  # another process builds it; its mark reaches us on the next refresh
+        try:
+            with self._scoped(tenant) as conn:
+                state = conn.execute("SELECT state FROM vector_tiers WHERE user_id = %s", [key(tenant)]).fetchall()
+            if state != [(_READY,)]:
                 self._copy(tenant)
                 conn.execute("ANALYZE ann_vectors")  # the planner learns the copy's size: the index pays
             valid = conn.execute("SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
@@ -243,58 +261,64 @@ class HnswIndexes:
             if not valid or not valid[0][0]:
                 started = time.perf_counter()
                 conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(BUILD_MEMORY)))
-                conn.execute(sql.SQL("CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON ann_vectors "
-                                     "USING hnsw ((embedding::vector({})) vector_ip_ops) WHERE {}").format(
-                    sql.Identifier(name), sql.Literal(int(dimension)), _predicate(psycopg, tenant, dimension)))
+                with self._lock:
+                    if self._closed:
+                        return
+                    self._building = True
+                try:
+                    conn.execute(sql.SQL("CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON ann_vectors "
+                                         "USING hnsw ((embedding::vector({})) vector_ip_ops) WHERE {}").format(
+                        sql.Identifier(name), sql.Literal(int(dimension)),
+                        _predicate(self.records._psycopg, tenant, dimension)))
+                finally:
+                    with self._lock:
+                        self._building = False
                 log.info("built an HNSW index for a tenant of %d dimensions in %.1f s", dimension,
                          time.perf_counter() - started)
-            self.records.set_vector_tier(tenant, _READY)
+            with self._scoped(tenant) as conn:
+                conn.execute("UPDATE vector_tiers SET state = %s WHERE user_id = %s", [_READY, key(tenant)])
             with self._lock:
                 self._ready.add(tenant)
         finally:
-            with self._lock:
-                self._building = None
-            conn.close()
+            if not conn.closed:
+                conn.execute("SELECT pg_advisory_unlock(%s)", [lock_key(tenant)])
 
     def _copy(self, tenant: Tenant) -> None:
         """Mark the tenant (their writes keep the copy from now on) and copy their current vectors, atomically."""
-        records = self.records
-        with records.transaction():
-            records._exec(tenant, "SELECT pg_advisory_xact_lock(%s)", [lock_key(tenant)])
-            records.set_vector_tier(tenant, _BUILDING)
-            records._exec(tenant, "DELETE FROM ann_vectors WHERE user_id = %s", [tenant])
-            records._exec(tenant, "INSERT INTO ann_vectors(user_id, id, embedding) SELECT user_id, id, embedding "
-                                  f"FROM facts WHERE user_id = %s AND {_CURRENT}", [tenant])
+        with self._scoped(tenant) as conn:
+            user = key(tenant)
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", [lock_key(tenant)])
+            conn.execute("INSERT INTO vector_tiers(user_id, state) VALUES (%s, %s) "
+                         "ON CONFLICT (user_id) DO UPDATE SET state = excluded.state", [user, _BUILDING])
+            conn.execute("DELETE FROM ann_vectors WHERE user_id = %s", [user])
+            conn.execute("INSERT INTO ann_vectors(user_id, id, embedding) SELECT user_id, id, embedding "
+                         f"FROM facts WHERE user_id = %s AND {_CURRENT}", [user])
 
     def drop(self, tenant: Tenant) -> None:
         """Drop the tenant's index, mark and copy (a forgotten tenant's index would hold nothing)."""
         sql = self.records._psycopg.sql
-        conn = self._connect()
-        try:
-            conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(index_name(tenant))))
-        finally:
-            conn.close()
-        with self.records.transaction():
-            self.records.clear_vector_tier(tenant)
-            self.records._exec(tenant, "DELETE FROM ann_vectors WHERE user_id = %s", [tenant])
+        with self._work:
+            self._own().execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(
+                sql.Identifier(index_name(tenant))))
+            with self._scoped(tenant) as conn:
+                conn.execute("DELETE FROM vector_tiers WHERE user_id = %s", [key(tenant)])
+                conn.execute("DELETE FROM ann_vectors WHERE user_id = %s", [key(tenant)])
         with self._lock:
             self._ready.discard(tenant)
 
     def drop_all(self) -> int:
         """Drop every tenant's index, mark and copy (a rebuild: the vectors may have changed dimension); how many."""
         sql = self.records._psycopg.sql
-        conn = self._connect()
-        try:
+        with self._work:
+            conn = self._own()
             names = [r[0] for r in conn.execute(
                 "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = current_schema() AND c.relkind = 'i' AND c.relname LIKE 'ann\\_hnsw\\_%%'")]
             for name in names:
                 conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
-        finally:
-            conn.close()
-        with self.records.transaction():
-            self.records.clear_vector_tier()
-            self.records._exec(STORE, "DELETE FROM ann_vectors")
+            with self._scoped(STORE) as conn:
+                conn.execute("DELETE FROM vector_tiers")
+                conn.execute("DELETE FROM ann_vectors")
         with self._lock:
             self._ready.clear()
             self._checked.clear()
@@ -307,10 +331,13 @@ class HnswIndexes:
             self._todo.clear()
             building = self._building
             self._lock.notify_all()
-        if building is not None:
+        if building and self._conn is not None:
             try:
-                building.cancel_safe(timeout=5)
-            except Exception:  # noqa: BLE001 - the connection is closing anyway
+                self._conn.cancel_safe(timeout=5)
+            except Exception:  # noqa: BLE001 - the connection is closed next anyway
                 pass
         if self._thread is not None:
             self._thread.join(timeout=10)
+        with self._work:
+            if self._conn is not None:
+                self._conn.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -22,7 +23,7 @@ _USER_TABLES = ("messages", "episodes", "facts", "entities", "aliases", "session
 class PgUserRows(PgConnection):
     """Users, their episodes and their chat sessions: what ingest stores first and the adapters' history."""
 
-    #: Told the tenant whose rows :meth:`delete_user` deleted (before the commit): their HNSW index is dropped.
+    #: Told the tenant whose rows :meth:`delete_user` deleted, once committed: their HNSW index is dropped.
     on_user_deleted: Callable[[Tenant], None] | None = None
 
     def has_user(self, tenant: Tenant) -> bool:
@@ -46,7 +47,7 @@ class PgUserRows(PgConnection):
         for table in _USER_TABLES:
             self._exec(tenant, f"DELETE FROM {table} WHERE user_id = %s", [tenant])
         if self.on_user_deleted is not None:
-            self.on_user_deleted(tenant)
+            self.after_commit(functools.partial(self.on_user_deleted, tenant))
 
     def episode_owner(self, episode_id: str) -> Tenant | None:
         """The user an episode id belongs to, or None if unknown (the id namespace: only the owner is read)."""
