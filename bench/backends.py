@@ -232,19 +232,20 @@ def run(*, quick: bool = False, facts: int = 100_000, tenant_count: int = 1000, 
     root = Path(tempfile.mkdtemp(prefix="zep-bench-backends-"))
     try:
         with postgres(database_url) as databases:
-            if "retrieval" not in skip:
-                result["retrieval"] = retrieval(databases, quick=quick, long_per_type=long_per_type,
-                                                progress=progress)
-            if "latency" not in skip:
-                result["latency"] = latency(databases, root, facts=facts, seed=seed, progress=progress)
-            if "tenants" not in skip:
-                result["tenants_compared"] = tenants(databases, root, count=tenant_count, seed=seed,
-                                                     progress=progress)
+            parts = {"retrieval": lambda: retrieval(databases, quick=quick, long_per_type=long_per_type,
+                                                    progress=progress),
+                     "latency": lambda: latency(databases, root, facts=facts, seed=seed, progress=progress),
+                     "tenants_compared": lambda: tenants(databases, root, count=tenant_count, seed=seed,
+                                                         progress=progress)}
+            for name, part in parts.items():
+                if name.split("_")[0] in skip:
+                    continue
+                result[name] = part()
+                result["seconds"] = round(progress.elapsed, 1)
+                if save:  # each part as it ends: a run cut short keeps what it measured
+                    result["path"] = str(write_result("backends", result, out_dir))
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    result["seconds"] = round(progress.elapsed, 1)
-    if save:
-        result["path"] = str(write_result("backends", result, out_dir))
     return result
 
 

@@ -262,3 +262,15 @@ def test_the_pg_vectors_bench_times_both_searches_and_what_the_indexes_cost_othe
         assert row["exact_ms"]["p50"] > 0 and row["hnsw_ms"]["p50"] > 0 and 0 <= row["recall_at_10"] <= 1
     assert result["others_after_crowd"]["small_tenant_search_ms"]["p50"] > 0
     assert result["threshold"] in (None, 40, 120)
+
+
+def test_the_backends_bench_puts_the_same_facts_in_both_and_times_them_alternately(tmp_path, pg_server):
+    pytest.importorskip("psycopg", reason="PostgreSQL benchmarks need the test extra: pip install -e '.[test]'")
+    from bench.backends import format_table, run
+
+    result = run(facts=40, tenant_count=3, skip=("retrieval",), database_url=pg_server.get_uri(), out_dir=tmp_path)
+    latency, tenants = result["latency"], result["tenants_compared"]
+    assert latency["sqlite_facts"] == latency["postgres_facts"] and latency["sqlite_facts"]["current"] > 0
+    assert latency["postgres_p95_over_sqlite_p95"] > 0 and tenants["postgres_open_ms"] > 0
+    assert json.loads((tmp_path / "backends.json").read_text())["tenants_compared"]["tenants"] == 3
+    assert "PostgreSQL" in format_table(result) and "3 tenants" in format_table(result)
