@@ -60,7 +60,8 @@ log = logging.getLogger("zep_core.stores.postgres")
 
 _BUILDING, _READY = "building", "ready"
 _CURRENT = "valid_until IS NULL AND superseded_by IS NULL"
-#: Candidates HNSW keeps while searching (``hnsw.ef_search``), at least the ``k`` asked for.
+#: Candidates HNSW keeps while searching (``hnsw.ef_search``), at least the ``k`` asked for (pgvector's
+#: most: 1,000; past it the iterative scan, in strict order, goes on until ``k`` are found).
 EF_SEARCH = 100
 #: Memory a build may use on the server (``maintenance_work_mem``): a graph that outgrows it builds far slower.
 BUILD_MEMORY = "256MB"
@@ -201,6 +202,8 @@ class HnswIndexes:
                 else:
                     self.check(tenant, added)
             except Exception as exc:  # noqa: BLE001 - an index only makes search faster: log it, stay exact
+                if self._closed:
+                    return  # close() cancelled the build: the next try starts it again
                 self.failures += 1
                 log.warning("the HNSW index of a tenant could not be %s (its searches stay exact): %s",
                             "dropped" if job == "drop" else "built", exc)

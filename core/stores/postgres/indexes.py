@@ -65,7 +65,7 @@ class PgVectorIndex:
         query = np.asarray(vector, dtype=np.float32)
         if self.hnsw is not None and self.hnsw.ready(tenant):
             rows = self.records._rows_tuned(
-                tenant, {"hnsw.ef_search": str(max(EF_SEARCH, k)), "hnsw.iterative_scan": "strict_order"},
+                tenant, {"hnsw.ef_search": str(min(max(EF_SEARCH, k), 1000)), "hnsw.iterative_scan": "strict_order"},
                 approximate_query(self.records._psycopg, tenant, len(query)), [query, query, k])
             return [(fid, float(score)) for fid, score in rows]
         if self.hnsw is not None:
