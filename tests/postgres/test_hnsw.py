@@ -189,3 +189,38 @@ def test_a_memory_indexes_its_large_tenants(pg_url, tmp_path, embedder):
         _until(lambda: hnsw.ready(Tenant.of("ann")))
         context = memory.get_context("Where does she work?", user_id="ann")
         assert any("Acme3" in f.content for f in context)
+
+
+def test_a_user_that_does_not_own_the_tables_keeps_searching_exactly_and_says_why_once(pg_url, caplog):
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+    from zep_core.stores.postgres import PgRecordStore
+    from zep_core.stores.postgres.hnsw import HnswIndexes
+    from zep_core.stores.postgres.indexes import PgVectorIndex
+
+    PgRecordStore(pg_url).close()  # the owner made the tables
+    role = f"zep_app_{urlsplit(pg_url).path.strip('/')}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT zep_tenant, zep_store TO {role}")  # all an application's user needs
+    parts = urlsplit(pg_url)
+    app_url = urlunsplit(parts._replace(netloc=f"{role}@{parts.netloc.rsplit('@', 1)[-1]}"))
+    store = PgRecordStore(app_url)
+    hnsw = HnswIndexes(store, store.new_connection, exact_below=50, refresh_s=0.0)
+    store.on_facts_written = hnsw.written
+    try:
+        _write(store, "big", _vectors(np.random.default_rng(7), 60))
+        _until(lambda: hnsw.failures == 1)
+        _write(store, "big", _vectors(np.random.default_rng(8), 10), start=60)  # not tried again so soon
+        time.sleep(0.3)
+        assert hnsw.failures == 1 and not hnsw.ready(Tenant.of("big"))
+        assert len(PgVectorIndex(store, hnsw).query("big", "current", np.ones(DIM, dtype=np.float32), 100)) == 70
+        assert "could not be built (its searches stay exact" in caplog.text and "owner" in caplog.text
+    finally:
+        hnsw.close()
+        store.close()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+        with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as conn:
+            conn.execute(f"DROP ROLE {role}")

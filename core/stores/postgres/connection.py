@@ -138,6 +138,8 @@ class PgConnection:
         """Apply the migrations this database lacks, in order, each in one transaction (see :mod:`.schema`)."""
         psycopg = self._psycopg
         conn = self.conn
+        if self._up_to_date():
+            return
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", [MIGRATION_LOCK])
@@ -166,6 +168,32 @@ class PgConnection:
                              "extension; an administrator can run CREATE EXTENSION vector and open it once") from None
         except psycopg.Error as exc:
             raise StoreError(f"could not migrate the PostgreSQL database {self.url}: {_first_line(exc)}") from None
+
+    def _up_to_date(self) -> bool:
+        """Whether the database already has every migration: then opening it needs no DDL, nor its privileges.
+
+        Read as the store's role, so a user who does not own the tables (a member of the two
+        roles) opens a database the owner migrated. Anything unclear (no such table yet, a
+        version missing, no privilege) leaves it to :meth:`_migrate` to do or to explain.
+        """
+        psycopg = self._psycopg
+        conn = self.conn
+        try:
+            with conn.transaction():
+                if conn.execute(f"SELECT to_regclass('{SCHEMA_NAME}.schema_migrations')").fetchone()[0] is None:
+                    return False
+                conn.execute(SCOPE_SQL, [STORE_ROLE, True, "", True])
+                applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+        except psycopg.Error:
+            return False
+        if max(applied, default=0) > SCHEMA_VERSION:
+            return False  # refused, with its message, by _migrate
+        if not {v for v, _, _ in MIGRATIONS} <= applied:
+            return False
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        return True
 
     def schema_version(self) -> int:
         """The newest migration applied to this database."""

@@ -63,6 +63,8 @@ _CURRENT = "valid_until IS NULL AND superseded_by IS NULL"
 #: Candidates HNSW keeps while searching (``hnsw.ef_search``), at least the ``k`` asked for (pgvector's
 #: most: 1,000; past it the iterative scan, in strict order, goes on until ``k`` are found).
 EF_SEARCH = 100
+#: Seconds before a tenant whose build failed (a user that does not own the tables…) is tried again.
+RETRY_S = 600
 #: Memory a build may use on the server (``maintenance_work_mem``): a graph that outgrows it builds far slower.
 BUILD_MEMORY = "256MB"
 
@@ -135,6 +137,7 @@ class HnswIndexes:
         self._work = threading.RLock()  # one job at a time on it (the thread's, or a rebuild's drop_all)
         self._building = False  # a CREATE INDEX runs on it: close() cancels it
         self._closed = False
+        self._failed_at: dict[Tenant, float] = {}  # when a tenant's last build failed
         self.failures = 0  # builds that failed (logged); the tenant stays exact
 
     # -- what queries ask ---------------------------------------------------------------------
@@ -155,9 +158,15 @@ class HnswIndexes:
     # -- what writes tell ---------------------------------------------------------------------
 
     def written(self, tenant: Tenant, facts: int) -> None:
-        """``facts`` were written for ``tenant`` (not yet committed): check its size once they are."""
+        """``facts`` were written (and committed) for ``tenant``: count it in the background if it may be large now.
+
+        A tenant whose build failed is not tried again for :data:`RETRY_S` seconds.
+        """
         with self._lock:
             if self._closed or tenant in self._ready:
+                return
+            failed = self._failed_at.get(tenant)
+            if failed is not None and time.monotonic() - failed < RETRY_S:
                 return
             self._added[tenant] = self._added.get(tenant, 0) + facts
             known = self._checked.get(tenant)
@@ -195,18 +204,20 @@ class HnswIndexes:
                     return
                 tenant, job = next(iter(self._todo.items()))
                 del self._todo[tenant]
-                added = self._added.pop(tenant, 0)
+                self._added.pop(tenant, None)
             try:
                 if job == "drop":
                     self.drop(tenant)
                 else:
-                    self.check(tenant, added)
+                    self.check(tenant)
             except Exception as exc:  # noqa: BLE001 - an index only makes search faster: log it, stay exact
                 if self._closed:
                     return  # close() cancelled the build: the next try starts it again
                 self.failures += 1
-                log.warning("the HNSW index of a tenant could not be %s (its searches stay exact): %s",
-                            "dropped" if job == "drop" else "built", exc)
+                with self._lock:
+                    self._failed_at[tenant] = time.monotonic()
+                log.warning("the HNSW index of a tenant could not be %s (its searches stay exact; tried again "
+                            "in %d s at the earliest): %s", "dropped" if job == "drop" else "built", RETRY_S, exc)
 
     @contextmanager
     def _scoped(self, scope: Scope) -> Iterator[Any]:
@@ -223,7 +234,7 @@ class HnswIndexes:
             self._conn = self._connect()
         return self._conn
 
-    def check(self, tenant: Tenant, added: int = 0) -> bool:
+    def check(self, tenant: Tenant) -> bool:
         """Count the tenant's current facts; build their index if there are ``exact_below`` or more.
 
         Returns whether the tenant is indexed now. Runs in the caller's thread (the

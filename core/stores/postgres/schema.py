@@ -165,10 +165,11 @@ def _security(tables: tuple[str, ...] = _V1_TENANT_TABLES, *, first: bool = True
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (1, "the tables, their keys led by user_id, the roles and row-level security",
      "CREATE EXTENSION IF NOT EXISTS vector;\n" + _roles() + _TABLES + _security()),
-    (2, "ann_vectors: the current vectors of the tenants with an HNSW index",
+    (2, "ann_vectors: the current vectors of the tenants with an HNSW index; the roles may read the versions",
      "CREATE TABLE ann_vectors (user_id TEXT NOT NULL, id TEXT NOT NULL, embedding vector NOT NULL, "
      "dims INTEGER GENERATED ALWAYS AS (vector_dims(embedding)) STORED, PRIMARY KEY (user_id, id));\n"
-     + _security(("ann_vectors",), first=False)),
+     + _security(("ann_vectors",), first=False)
+     + f"\nGRANT SELECT ON schema_migrations TO {TENANT_ROLE}, {STORE_ROLE};"),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
