@@ -78,6 +78,8 @@ def tables() -> str:
         if line.startswith("| ") and line.count(" | ") >= 3:
             _KEPT.setdefault(line[2:].split(" | ", 1)[0], line)
     crash, conc, locks = _load("crash"), _load("concurrency"), _load("locks")
+    pg_crash, pg_iso = _load("crash-postgres"), _load("isolation-postgres")
+    pc, pi = pg_crash.get("figures", {}), pg_iso.get("figures", {})
     hostile, iso, limits = _load("hostile"), _load("isolation"), _load("limits")
     c, k, h, i = crash.get("figures", {}), conc.get("figures", {}), hostile.get("figures", {}), iso.get("figures", {})
     lk, lm = locks.get("figures", {}), limits.get("figures", {})
@@ -106,6 +108,16 @@ def tables() -> str:
              f"trials; {c.get('vector_index_rebuilds_after_torn_writes', 0)} vector-index rebuilds after torn "
              f"Chroma writes; **inconsistencies found: {c.get('inconsistencies', 'n/a')}**; "
              f"{c.get('seconds', 0)} s", crash),
+        _row("Crash safety on PostgreSQL: SIGKILL during ingestion",
+             f"**{pc.get('trials', 0)} trials** ({pc.get('trials_hash_embedder', 0)} hash embedder, "
+             f"{pc.get('trials_local_embedder', 0)} default embedder), seed {pc.get('seed')}, kill after "
+             f"U({', '.join(map(str, pc.get('kill_delay_s', [])))}) s; a tenant's HNSW index from their third "
+             f"current fact, so kills land in its builds ({pc.get('tenants_hnsw_ready', 0)} tenants indexed, "
+             f"{pc.get('tenants_hnsw_building', 0)} with a build cut off at the end); "
+             f"{pc.get('episodes_acknowledged', 0)} episodes acknowledged, {pc.get('episodes_verified_at_end', 0)} "
+             "verified whole at the end; the copy of the indexed tenants' vectors checked against their facts after "
+             f"each kill; **inconsistencies found: {pc.get('inconsistencies', 'n/a')}**; {pc.get('seconds', 0)} s",
+             pg_crash),
         _row("Concurrency: threads on one Memory",
              f"**{k.get('writers', 0)} writers, {k.get('readers', 0)} readers**; {k.get('episodes_ingested', 0)} "
              f"episodes ingested ({k.get('racing_restatements', 0)} racing restatements of one fact, "
@@ -140,6 +152,10 @@ def tables() -> str:
              f"**{i.get('examples_generated', 0)} examples**, {i.get('users', 0)} users, {i.get('episodes', 0)} "
              f"episodes, {i.get('reads_checked', 0)} reads checked, {i.get('users_forgotten', 0)} users forgotten "
              "and checked absent in SQLite, Chroma and Kùzu; leaks found: 0", iso),
+        _row("Tenant isolation on PostgreSQL (hypothesis)",
+             f"**{pi.get('examples_generated', 0)} examples**, {pi.get('users', 0)} users, {pi.get('episodes', 0)} "
+             f"episodes, {pi.get('reads_checked', 0)} reads checked, {pi.get('users_forgotten', 0)} users forgotten "
+             "and checked absent; every statement under row-level security; leaks found: 0", pg_iso),
         _row("Tenant isolation of cypher() (hypothesis)",
              f"**{cp.get('queries', 0)} generated queries** (patterns in MATCH, WHERE, RETURN, CASE and "
              f"subqueries, keyword variable names): {cp.get('answered', 0)} answered, {cp.get('errors', 0)} "
