@@ -224,3 +224,24 @@ def test_a_user_that_does_not_own_the_tables_keeps_searching_exactly_and_says_wh
             conn.execute(f"DROP OWNED BY {role}")
         with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as conn:
             conn.execute(f"DROP ROLE {role}")
+
+
+def test_a_write_is_never_held_up_by_a_build_under_way(pg):
+    """A build holds its lock through CREATE INDEX CONCURRENTLY, which waits for open writes:
+    they must never wait for it (the benchmark's deadlock, before the two locks were told apart)."""
+    import threading
+
+    from zep_core.stores.postgres.hnsw import build_key
+
+    store, hnsw, vectors, _ = pg
+    store.on_facts_written = None
+    _write(store, "big", _vectors(np.random.default_rng(9), 60))
+    with store.new_connection() as builder:  # another process's build of this tenant, under way
+        builder.execute("SELECT pg_advisory_lock(%s)", [build_key(Tenant.of("big"))])
+        assert hnsw.check(Tenant.of("big")) is False  # this process leaves the build to it
+        assert not hnsw.ready(Tenant.of("big"))
+        done = threading.Event()
+        threading.Thread(target=lambda: (_write(store, "big", _vectors(np.random.default_rng(10), 5), start=60),
+                                          done.set()), daemon=True).start()
+        assert done.wait(10), "a write waited for the build's lock"
+    assert vectors.count("big", "current") == 65

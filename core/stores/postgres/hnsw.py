@@ -54,7 +54,7 @@ from ...tenant import Tenant, key
 from .connection import SCOPE_SQL, STORE, Scope
 from .schema import STORE_ROLE, TENANT_ROLE
 
-__all__ = ["EF_SEARCH", "SYNC", "HnswIndexes", "approximate_query", "index_name", "lock_key"]
+__all__ = ["EF_SEARCH", "SYNC", "HnswIndexes", "approximate_query", "build_key", "index_name", "lock_key"]
 
 log = logging.getLogger("zep_core.stores.postgres")
 
@@ -83,8 +83,21 @@ ON CONFLICT (user_id, id) DO UPDATE SET embedding = excluded.embedding"""
 
 
 def lock_key(tenant: Tenant) -> int:
-    """The advisory lock of a tenant's copy: writes take it shared, the build exclusively."""
-    return int.from_bytes(hashlib.sha256(b"zep-ann\0" + key(tenant).encode()).digest()[:8], "big", signed=True)
+    """The advisory lock of a tenant's copy: writes take it shared, the copy (a short transaction) exclusively."""
+    return _key(b"zep-ann", tenant)
+
+
+def build_key(tenant: Tenant) -> int:
+    """The advisory lock one process holds while it builds a tenant's index (its session's, for the whole build).
+
+    Never :func:`lock_key`: a write waiting for that one while ``CREATE INDEX CONCURRENTLY``
+    waits for the write's transaction to end is a deadlock.
+    """
+    return _key(b"zep-ann-build", tenant)
+
+
+def _key(space: bytes, tenant: Tenant) -> int:
+    return int.from_bytes(hashlib.sha256(space + b"\0" + key(tenant).encode()).digest()[:8], "big", signed=True)
 
 
 def index_name(tenant: Tenant) -> str:
@@ -251,16 +264,18 @@ class HnswIndexes:
                 self._checked[tenant] = count
             if count < max(self.exact_below, 1) or not dims:
                 return False
-            self._build(tenant, int(dims[0][0]))
-            return True
+            return self._build(tenant, int(dims[0][0]))
 
-    def _build(self, tenant: Tenant, dimension: int) -> None:
-        """Build the tenant's index (``CONCURRENTLY``) unless a valid one exists, then mark them ready."""
+    def _build(self, tenant: Tenant, dimension: int) -> bool:
+        """Build the tenant's index (``CONCURRENTLY``) unless a valid one exists, then mark them ready.
+
+        Returns whether it did; False when another process builds it, or :meth:`close` came first.
+        """
         sql = self.records._psycopg.sql
         name = index_name(tenant)
         conn = self._own()
-        if not conn.execute("SELECT pg_try_advisory_lock(%s)", [lock_key(tenant)]).fetchone()[0]:
-            return  # another process builds it; its mark reaches us on the next refresh
+        if not conn.execute("SELECT pg_try_advisory_lock(%s)", [build_key(tenant)]).fetchone()[0]:
+            return False  # another process builds it; its mark reaches us on the next refresh
         try:
             with self._scoped(tenant) as conn:
                 state = conn.execute("SELECT state FROM vector_tiers WHERE user_id = %s", [key(tenant)]).fetchall()
@@ -277,7 +292,7 @@ class HnswIndexes:
                 conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(BUILD_MEMORY)))
                 with self._lock:
                     if self._closed:
-                        return
+                        return False
                     self._building = True
                 try:
                     conn.execute(sql.SQL("CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON ann_vectors "
@@ -293,9 +308,10 @@ class HnswIndexes:
                 conn.execute("UPDATE vector_tiers SET state = %s WHERE user_id = %s", [_READY, key(tenant)])
             with self._lock:
                 self._ready.add(tenant)
+            return True
         finally:
             if not conn.closed:
-                conn.execute("SELECT pg_advisory_unlock(%s)", [lock_key(tenant)])
+                conn.execute("SELECT pg_advisory_unlock(%s)", [build_key(tenant)])
 
     def _copy(self, tenant: Tenant) -> None:
         """Mark the tenant (their writes keep the copy from now on) and copy their current vectors, atomically."""
