@@ -24,7 +24,7 @@ from .schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_NAME, SCHEMA_VERSION, STO
 
 log = logging.getLogger("zep_core.stores.postgres")
 
-__all__ = ["SCOPE_SQL", "STORE", "PgConnection", "Scope", "public_url", "url_without_password"]
+__all__ = ["SCOPE_SQL", "STORE", "PgConnection", "Scope", "public_url", "scope_settings", "url_without_password"]
 
 
 class _Store:
@@ -43,6 +43,12 @@ Scope = Tenant | _Store
 _CHUNK = 500  # ids per ``= ANY(%s)`` list
 #: Take the role and name the tenant, both for the rest of the transaction only (``SET LOCAL``).
 SCOPE_SQL = "SELECT set_config('role', %s, %s), set_config('zep.tenant', %s, %s)"
+
+
+def scope_settings(scope: Scope) -> tuple[str, str]:
+    """``(role, tenant)`` that :data:`SCOPE_SQL` sets for ``scope``: the tenant role and its key, or the store's."""
+    return (STORE_ROLE, "") if scope is STORE else (TENANT_ROLE, key(scope))
+
 
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 _PASSWORD_PARAMETER = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
@@ -182,7 +188,8 @@ class PgConnection:
             with conn.transaction():
                 if conn.execute(f"SELECT to_regclass('{SCHEMA_NAME}.schema_migrations')").fetchone()[0] is None:
                     return False
-                conn.execute(SCOPE_SQL, [STORE_ROLE, True, "", True])
+                role, tenant = scope_settings(STORE)
+                conn.execute(SCOPE_SQL, [role, True, tenant, True])
                 applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
         except psycopg.Error:
             return False
@@ -244,10 +251,7 @@ class PgConnection:
         it is not already this one (one round trip per statement, not four: ``BEGIN``, the scope,
         the statement, ``COMMIT``).
         """
-        if scope is STORE:
-            role, tenant = STORE_ROLE, ""
-        else:
-            role, tenant = TENANT_ROLE, key(scope)
+        role, tenant = scope_settings(scope)
         with self._lock:
             conn = self.conn
             try:

@@ -17,8 +17,8 @@ from ..schema import FACT_COLUMNS, StoredFact, fact_from_row, fact_row, iso, par
 from .connection import STORE
 from .hnsw import SYNC, lock_key
 from .lexical import PgLexicalRows
+from .schema import CURRENT as _CURRENT
 
-_CURRENT = "valid_until IS NULL AND superseded_by IS NULL"
 #: Fact columns, then the rowid: rows sorted by :func:`_storage_order` come in one order whatever the plan.
 _ORDERED_FACTS = f"{FACT_COLUMNS}, rowid"
 

@@ -51,15 +51,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...tenant import Tenant, key
-from .connection import SCOPE_SQL, STORE, Scope
-from .schema import STORE_ROLE, TENANT_ROLE
+from .connection import SCOPE_SQL, STORE, Scope, scope_settings
+from .schema import CURRENT as _CURRENT
 
 __all__ = ["EF_SEARCH", "SYNC", "HnswIndexes", "approximate_query", "build_key", "index_name", "lock_key"]
 
 log = logging.getLogger("zep_core.stores.postgres")
 
 _BUILDING, _READY = "building", "ready"
-_CURRENT = "valid_until IS NULL AND superseded_by IS NULL"
 #: Candidates HNSW keeps while searching (``hnsw.ef_search``), at least the ``k`` asked for (pgvector's
 #: most: 1,000; past it the iterative scan, in strict order, goes on until ``k`` are found).
 EF_SEARCH = 100
@@ -235,7 +234,7 @@ class HnswIndexes:
     @contextmanager
     def _scoped(self, scope: Scope) -> Iterator[Any]:
         """The builder's own connection in a transaction under ``scope`` (as the store's statements run)."""
-        role, tenant = (STORE_ROLE, "") if scope is STORE else (TENANT_ROLE, key(scope))
+        role, tenant = scope_settings(scope)
         conn = self._own()
         with conn.transaction():
             conn.execute(SCOPE_SQL, [role, True, tenant, True])

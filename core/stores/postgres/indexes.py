@@ -26,8 +26,8 @@ from ...tenant import Tenant
 from ..base import EntityNode, FactEdge
 from .connection import STORE
 from .hnsw import EF_SEARCH, HnswIndexes, approximate_query
+from .schema import CURRENT as _CURRENT
 
-_CURRENT = "valid_until IS NULL AND superseded_by IS NULL"
 #: What a tenant's search reads: their copy when they have an HNSW index (any state), else their current facts.
 _SEARCHED = f"""
 SELECT {{what}} FROM ann_vectors WHERE user_id = %(u)s AND EXISTS (SELECT 1 FROM vector_tiers WHERE user_id = %(u)s)

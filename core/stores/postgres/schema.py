@@ -29,8 +29,10 @@ once); a database of a newer version than this code knows is refused.
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS", "SCHEMA_NAME", "SCHEMA_VERSION", "STORE_ROLE", "TENANT_ROLE", "TENANT_TABLES"]
+__all__ = ["CURRENT", "MIGRATIONS", "SCHEMA_NAME", "SCHEMA_VERSION", "STORE_ROLE", "TENANT_ROLE", "TENANT_TABLES"]
 
+#: What makes a fact current (the predicate of the partial indexes ``facts_current``, ``facts_rule_keys``…).
+CURRENT = "valid_until IS NULL AND superseded_by IS NULL"
 #: The PostgreSQL schema holding the tables (the database may hold other applications' tables).
 SCHEMA_NAME = "zep"
 #: The role a tenant's statements run as; ``zep.tenant`` names the tenant.

@@ -9,10 +9,10 @@ from ...tenant import Tenant
 from ..schema import FACT_COLUMNS, RankingRow, fact_row
 from .connection import PgConnection
 from .facts import vector_of
+from .schema import CURRENT as _CURRENT
 
 _COLUMNS = f"{FACT_COLUMNS}, rowid, embedding"
 _WIDTH = len(FACT_COLUMNS.split(", "))
-_CURRENT = "valid_until IS NULL AND superseded_by IS NULL"
 _AS_OF = "valid_from <= %(at)s AND (valid_until IS NULL OR valid_until > %(at)s)"
 
 
