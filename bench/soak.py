@@ -324,6 +324,20 @@ class Ledger:
 
     users: dict[str, Expected] = field(default_factory=dict)
     exports: dict[str, Expected] = field(default_factory=dict)
+    #: acknowledgements of episodes (by id) that no check has looked up yet
+    unchecked: Counter = field(default_factory=Counter)
+    #: acknowledged episodes a later forget or import took away before any check saw them
+    dropped_unchecked: int = 0
+
+    def replace_user(self, user: str, after: Expected) -> None:
+        """Set ``user``'s expectations; episodes it no longer promises leave the unchecked ones."""
+        for episode_id in set(self.user(user).episodes) - set(after.episodes):
+            self.dropped_unchecked += self.unchecked.pop(episode_id, 0)
+        self.users[user] = after
+
+    def checked(self, expected: Expected) -> int:
+        """Mark ``expected``'s episodes as looked up; returns how many had not been yet."""
+        return sum(self.unchecked.pop(episode_id, 0) for episode_id in expected.episodes)
 
     def user(self, user: str) -> Expected:
         """What is expected of ``user`` (nothing, for a user never seen)."""
@@ -352,12 +366,13 @@ class Ledger:
                 after = replace(after, retired=after.retired | set(done["superseded"]),
                                 city=begin["city"] if moved else None, city_known=moved)
             self.users[user] = after
+            self.unchecked[begin["episode_id"]] += 1
         elif op == "forget":
-            self.users[user] = Expected(forgotten=True)
+            self.replace_user(user, Expected(forgotten=True))
         elif op == "export":
             self.exports[begin["path"]] = self.user(user)
         elif op == "import":
-            self.users[user] = self.exports[begin["path"]]
+            self.replace_user(user, self.exports[begin["path"]])
 
     def alternatives(self, running: dict[str, Any] | None,
                      stored: str | None = None) -> tuple[str | None, list[Expected]]:
@@ -396,6 +411,7 @@ class Verdict:
 
     problems: list[tuple[str, str]] = field(default_factory=list)
     episodes_checked: int = 0
+    episodes_first_checked: int = 0
     reopen_seconds: float = 0.0
     outbox_left: int = 0
 
@@ -514,12 +530,14 @@ def check_folder(data_dir: Path, embedder: Any, ledger: Ledger,
         for user in sorted(set(ledger.users) - {touched}):
             verdict.problems += _user_problems(seen, user, ledger.users[user])
             verdict.episodes_checked += len(ledger.users[user].episodes)
+            verdict.episodes_first_checked += ledger.checked(ledger.users[user])
         if touched is not None:
             results = [_user_problems(seen, touched, alt) for alt in alternatives]
             kept = next((i for i, found in enumerate(results) if not found), None)
             verdict.problems += results[0] if kept is None else []
-            ledger.users[touched] = alternatives[kept or 0]
+            ledger.replace_user(touched, alternatives[kept or 0])
             verdict.episodes_checked += len(ledger.users[touched].episodes)
+            verdict.episodes_first_checked += ledger.checked(ledger.users[touched])
     except Exception:
         verdict.problems.append(("inconsistent", f"the check failed: {traceback.format_exc(limit=4)}"))
     finally:
@@ -622,7 +640,9 @@ class _Soak:
         moves = [d for b, d in zip(begins, (e for e in events if e["ev"] == "done"))
                  if b["op"] == "supersede" and d["status"] == "done" and b.get("was")]
         self.counts.update(trials=1, lost=verdict.lost, inconsistent=int(verdict.inconsistent),
-                           episodes_checked=verdict.episodes_checked, outbox_rows_replayed=verdict.outbox_left,
+                           episodes_checked=verdict.episodes_checked,
+                           episodes_first_checked=verdict.episodes_first_checked,
+                           outbox_rows_replayed=verdict.outbox_left,
                            trials_with_outbox_rows_left=int(verdict.outbox_left > 0), moves_acknowledged=len(moves),
                            episodes_acknowledged=sum(e["ev"] == "done" and e["op"] in ("ingest", "supersede")
                                                      for e in events))
@@ -700,6 +720,10 @@ def run(trials: int, seed: int, *, out: Path | None = None, work: Path | None = 
         "trials": c["trials"], "requested_trials": trials, "seed": seed,
         "episodes_acknowledged": c["episodes_acknowledged"], "lost": c["lost"], "inconsistent": c["inconsistent"],
         "episodes_checked": c["episodes_checked"], "moves_acknowledged": c["moves_acknowledged"],
+        # each acknowledged episode is looked up by the check after its trial, unless an acknowledged
+        # forget (or an import) took it away first: these two add up to episodes_acknowledged
+        "episodes_first_checked": c["episodes_first_checked"],
+        "episodes_forgotten_before_a_check": soak.ledger.dropped_unchecked,
         "ops": {op: {"started": soak.started[op], "acknowledged": soak.acknowledged[op], "killed": soak.killed[op],
                      "seconds": percentiles(soak.op_seconds.get(op, []), (50, 95))} for op in OPS},
         "op_weights": OPS,

@@ -21,7 +21,10 @@ def test_a_five_trial_soak_loses_nothing_and_writes_its_figures(tmp_path, embedd
     result = run(5, seed=11, out=tmp_path / "soak.json", work=tmp_path / "work", embedder=embedder, quiet=True)
     assert (result["trials"], result["lost"], result["inconsistent"], result["failures"]) == (5, 0, 0, [])
     assert result["episodes_acknowledged"] > 0
-    assert result["episodes_checked"] >= result["episodes_acknowledged"]
+    # every acknowledgement was looked up by a check, or an acknowledged forget took it away first
+    # (episodes_checked, a sum over checks, may be smaller when a trial forgets what it wrote)
+    assert (result["episodes_first_checked"] + result["episodes_forgotten_before_a_check"]
+            == result["episodes_acknowledged"])
     assert sum(result["kills"].values()) == 5
     assert set(result["ops"]) == set(OPS)
     assert result["zygote_threads_at_fork"] == 1
@@ -106,3 +109,16 @@ def test_a_move_a_kill_left_pending_is_not_assumed_undone(tmp_path, embedder):
     with Memory(MemoryConfig(data_dir=tmp_path, embedder=embedder)) as memory:
         assert memory.maintain().completed == 1  # Alice now lives in Berlin
     assert check_folder(tmp_path, embedder, ledger).problems == []
+
+
+def test_an_episode_forgotten_before_any_check_is_counted_as_such_not_as_checked(tmp_path, embedder):
+    """The case that failed CI once: a trial acknowledged episodes, then a forget of their user;
+    the check after it cannot look them up, and the run's accounting must still add up."""
+    _stored(tmp_path, embedder, "I like tea.")
+    ledger = Ledger()
+    ledger.apply([*_ingest(_episode("u0", "e0", "I like tea.")), *_ingest(_episode("u1", "e5", "I like jazz.")),
+                  {"ev": "begin", "op": "forget", "user": "u1"}, {"ev": "done", "op": "forget", "seconds": 0.01}])
+    verdict = check_folder(tmp_path, embedder, ledger)
+    assert verdict.problems == []
+    assert (verdict.episodes_first_checked, ledger.dropped_unchecked) == (1, 1)
+    assert check_folder(tmp_path, embedder, ledger).episodes_first_checked == 0  # looked up once already
