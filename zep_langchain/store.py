@@ -5,27 +5,11 @@ gives every node and tool ``runtime.store``: the long-term memory LangGraph's ow
 patterns and langmem-style memory tools write to.
 
 **Namespaces are tenants, and two users never share one.** A namespace is read by
-``layout``: fixed labels and ``{placeholders}``, by default ``("memories", "{user_id}")``
-(the layout langmem and LangGraph's memory guides use). The zep user an item is kept
-under (its *tenant*) is made of the namespace's placeholder labels and every label
-deeper than the layout, so nothing a layout leaves out can merge two users:
-
-- ``("memories", "alice")`` is zep user ``"alice"`` (the same user as Alice's chat
-  history, so her stored items and her chats build one graph);
-- ``("memories", "acme", "alice")`` under the default layout (langmem's
-  ``("memories", "{org_id}", "{user_id}")``) is ``"acme/alice"``, and Bob of acme is
-  ``"acme/bob"``: Bob's "I live in Oslo" never supersedes Alice's Paris;
-  ``layout=("memories", "{org_id}", "{user_id}")`` names the same tenants;
-- ``("memories", "alice", "prefs")`` is ``"alice/prefs"``: a sub-namespace is a tenant
-  of its own, found by every search and listing under ``("memories", "alice")``;
-- a namespace that does not fit the layout (``("app_config",)``, ``("memories",)``)
-  is *shared data*: kept whole under a tenant of its own whose id starts with ``~``
-  (``"~app_config"``), which no layout's tenant can be.
-
-Each label is escaped (``%`` → ``%25``, ``/`` → ``%2F``, ``~`` → ``%7E``) and the
-labels are joined by ``/``, so two different namespaces never make the same tenant;
-a tenant is checked like every ``user_id`` (256 characters at most).
-:func:`tenant_of` tells which zep user a namespace is kept under.
+``layout``, by default ``("memories", "{user_id}")``: ``("memories", "alice")`` is zep
+user ``"alice"`` (the same user as Alice's chat history), ``("memories", "acme", "alice")``
+is ``"acme/alice"``, and a namespace that does not fit the layout is shared data under a
+``~`` tenant (the rules: ``docs/langchain.md``, "A LangGraph store"); :func:`tenant_of`
+tells which zep user a namespace is kept under.
 
 **How an item is kept.** Each ``put`` and ``delete`` is appended, as exact JSON, to
 the user's ``"langgraph-store"`` session in the memory's SQLite (rows with the
@@ -66,23 +50,18 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import unquote
 
 import numpy as np
 from langgraph.store.base import (
     BaseStore,
     GetOp,
-    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
@@ -90,14 +69,25 @@ from langgraph.store.base import (
     SearchOp,
     get_text_at_path,
 )
-from langgraph.store.base.embed import ensure_embeddings
 from zep_core import Fact, Message, ValidationError
 from zep_core.aio import in_thread
 from zep_core.models import to_utc
 from zep_core.sessions import facts_for
-from zep_core.validation import MAX_LIMIT, check_id
+from zep_core.validation import MAX_LIMIT
 
 from ._memory import check_store_memory
+from ._namespaces import (
+    DEFAULT_LAYOUT,
+    PLACEHOLDER,
+    SHARED_PREFIX,
+    USER_LABEL,
+    NamespaceError,
+    check_layout,
+    labels_of,
+    place,
+    tenant_of,
+)
+from ._values import condition_holds, dims_of, embeddings_of, fits, json_of, matches, strings
 
 try:  # langgraph >= 1.2 checks the labels of ops handed to batch() directly
     from langgraph.store.base import validate_op_namespace
@@ -108,23 +98,10 @@ except ImportError:  # pragma: no cover - older langgraph: the BaseStore methods
 __all__ = ["DEFAULT_LAYOUT", "LOG_SESSION", "NamespaceError", "SHARED_PREFIX", "USER_LABEL", "ZepStore",
            "tenant_of"]
 
-#: The label of the default layout that stands for the user id.
-USER_LABEL = "{user_id}"
-#: The default layout: ``("memories", user_id, ...)``.
-DEFAULT_LAYOUT = ("memories", USER_LABEL)
-#: The first character of a shared-data tenant (a namespace that does not fit the layout).
-SHARED_PREFIX = "~"
-_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
-_ESCAPES = {"%": "%25", "/": "%2F", "~": "%7E"}
 #: The session of each user that holds the store's log.
 LOG_SESSION = "langgraph-store"
 _LOG_NAME = "zep-store"
 _LOG_VERSION = 1
-_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
-
-
-class NamespaceError(ValidationError, InvalidNamespaceError):
-    """A namespace LangGraph refuses, or one too long for a zep user id (both a zep and a LangGraph error)."""
 
 
 @dataclass
@@ -142,157 +119,6 @@ class _Entry:
 _State = dict[tuple[str, ...], dict[str, _Entry]]
 
 
-def _check_layout(layout: Any) -> tuple[str, ...]:
-    example = ("memories", "{org_id}", "{user_id}")
-    if isinstance(layout, str) or not isinstance(layout, Sequence) or not layout:
-        raise ValidationError(f"layout must be a non-empty tuple of labels such as {DEFAULT_LAYOUT!r} or "
-                              f"{example!r}, got {layout!r}")
-    layout = tuple(layout)
-    for label in layout:
-        if not isinstance(label, str) or not label or "." in label:
-            raise ValidationError(f"layout labels must be non-empty strings without '.', got {label!r} in {layout!r}")
-        if ("{" in label or "}" in label) and not _PLACEHOLDER.fullmatch(label):
-            raise ValidationError(f"a layout label is a fixed label or a whole placeholder such as '{{user_id}}', "
-                                  f"got {label!r} in {layout!r}")
-    holders = [label for label in layout if _PLACEHOLDER.fullmatch(label)]
-    if not holders:
-        raise ValidationError(f"layout must hold at least one placeholder such as {USER_LABEL!r} (where the user "
-                              f"id goes), got {layout!r}; e.g. {DEFAULT_LAYOUT!r} or {example!r}")
-    if len(set(holders)) != len(holders):
-        raise ValidationError(f"each placeholder may appear once in a layout, got {layout!r}")
-    if layout[0] == "langgraph":
-        raise ValidationError("a layout cannot start with 'langgraph' (LangGraph reserves it)")
-    return layout
-
-
-def _escape(label: str) -> str:
-    return "".join(_ESCAPES.get(c, c) for c in label)
-
-
-def _tenant(labels: Sequence[str], shared: bool) -> str:
-    tenant = (SHARED_PREFIX if shared else "") + "/".join(_escape(label) for label in labels)
-    try:
-        return check_id(tenant, "the zep user of a namespace")
-    except ValidationError as exc:
-        raise NamespaceError(f"namespace {tuple(labels)!r}: {exc}; use shorter labels") from None
-
-
-def _labels_of(tenant: str) -> tuple[bool, tuple[str, ...]]:
-    """``(shared, labels)`` of a tenant id made by :func:`_tenant`."""
-    shared = tenant.startswith(SHARED_PREFIX)
-    body = tenant[len(SHARED_PREFIX):] if shared else tenant
-    return shared, tuple(unquote(label) for label in body.split("/"))
-
-
-def tenant_of(namespace: Sequence[str], layout: Sequence[str] = DEFAULT_LAYOUT) -> str:
-    """The zep user id a ZepStore with ``layout`` keeps ``namespace``'s items under.
-
-    The namespace's placeholder labels and every label deeper than the layout, escaped
-    and joined by ``/``; a namespace that does not fit the layout is shared data, its
-    tenant ``~`` and all its labels. See the module docstring.
-
-    Raises:
-        NamespaceError: a label that LangGraph refuses, or a tenant over 256 characters.
-
-    """
-    return _place(tuple(namespace), _check_layout(layout))[0]
-
-
-def _fits_layout(namespace: tuple[str, ...], layout: tuple[str, ...]) -> bool:
-    return len(namespace) >= len(layout) and all(
-        label == want or _PLACEHOLDER.fullmatch(want) for want, label in zip(layout, namespace))
-
-
-def _place(namespace: tuple[str, ...], layout: tuple[str, ...]) -> tuple[str, bool]:
-    """``(tenant, shared)`` of a full namespace."""
-    for label in namespace:
-        if not isinstance(label, str) or not label or "." in label:
-            raise NamespaceError(f"namespace labels must be non-empty strings without '.', got {label!r} "
-                                 f"in {namespace!r}")
-    if not namespace:
-        raise NamespaceError("a namespace needs at least one label, e.g. ('memories', 'alice')")
-    if not _fits_layout(namespace, layout):
-        return _tenant(namespace, shared=True), True
-    labels = [label for want, label in zip(layout, namespace) if _PLACEHOLDER.fullmatch(want)]
-    return _tenant([*labels, *namespace[len(layout):]], shared=False), False
-
-
-def _json_of(value: Any) -> str:
-    """The exact JSON of a put value; refused if it would not come back equal."""
-    if not isinstance(value, Mapping):
-        raise ValidationError(f"a store value must be a dict, got {type(value).__name__}")
-    try:
-        text = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"a store value must be JSON (str, int, float, bool, None, list, dict): {exc}") from None
-    if json.loads(text) != dict(value):
-        raise ValidationError("a store value must be plain JSON to come back exactly: use lists, not tuples, and "
-                              "string keys in every dict")
-    return text
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string in a JSON value, depth first."""
-    if isinstance(value, str):
-        return [value] if value.strip() else []
-    if isinstance(value, Mapping):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
-def _operator(value: Any, operator: str, wanted: Any) -> bool:
-    if operator == "$eq":
-        return value == wanted
-    if operator == "$ne":
-        return value != wanted
-    if operator not in _OPERATORS:
-        raise ValidationError(f"unknown filter operator {operator!r}; use one of {', '.join(_OPERATORS)}")
-    a, b = _number(value), _number(wanted)
-    if a is None or b is None:
-        return False
-    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[operator]
-
-
-def _matches(value: Any, wanted: Any) -> bool:
-    """``InMemoryStore``'s filter rules: equality, nested dicts, lists element-wise, and ``$`` operators."""
-    if isinstance(wanted, dict):
-        if any(k.startswith("$") for k in wanted):
-            return all(_operator(value, op, v) for op, v in wanted.items())
-        return isinstance(value, dict) and all(_matches(value.get(k), v) for k, v in wanted.items())
-    if isinstance(wanted, (list, tuple)):
-        return (isinstance(value, (list, tuple)) and len(value) == len(wanted)
-                and all(_matches(a, b) for a, b in zip(value, wanted)))
-    return value == wanted
-
-
-def _fits(pattern: Sequence[str], labels: Sequence[str]) -> bool:
-    """Whether ``labels`` match ``pattern`` label by label (``*`` matches any)."""
-    return all(p == "*" or p == label for p, label in zip(pattern, labels))
-
-
-def _condition_holds(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    if condition.match_type == "prefix":
-        return _fits(path, namespace)
-    if condition.match_type == "suffix":
-        return _fits(path[::-1], namespace[::-1])
-    raise ValidationError(f"unknown namespace match type {condition.match_type!r}; use 'prefix' or 'suffix'")
-
-
 def _episodes_of(fact: Fact) -> set[str]:
     """The episodes a fact came from (a restated fact keeps the sources of every episode that said it)."""
     found = {fact.episode_id} if fact.episode_id else set()
@@ -302,26 +128,6 @@ def _episodes_of(fact: Fact) -> set[str]:
 
 #: Texts whose vectors a store keeps between searches (about 1.5 kB each with the default embedder).
 _MAX_VECTORS = 50_000
-
-
-def _embeddings_of(embed: Any) -> Any:
-    """``index["embed"]`` as LangChain embeddings: an ``Embeddings``, a function of texts, or a ``"provider:model"``."""
-    if not (isinstance(embed, str) or callable(embed) or hasattr(embed, "embed_query")):
-        raise ValidationError(f"index['embed'] must be LangChain Embeddings, a function of a list of texts, or a "
-                              f"'provider:model' string, got {type(embed).__name__}")
-    try:
-        return ensure_embeddings(embed)
-    except ValidationError:
-        raise
-    except Exception as e:  # an unknown provider, its package missing, a value of the wrong kind
-        raise ValidationError(f"index['embed'] must be LangChain Embeddings, a function of a list of texts, or a "
-                              f"'provider:model' string; {embed!r} failed: {e}") from e
-
-
-def _dims_of(dims: Any) -> int:
-    if isinstance(dims, bool) or not isinstance(dims, int) or dims < 1:
-        raise ValidationError(f"index['dims'] must be the embeddings' length, a positive integer, got {dims!r}")
-    return dims
 
 
 class ZepStore(BaseStore):
@@ -375,9 +181,9 @@ class ZepStore(BaseStore):
         #: LangChain embeddings the items' texts are searched with (``index["embed"]``), else None: the memory's.
         self.embeddings: Any = None
         if index is not None and index.get("embed") is not None:
-            self.embeddings = _embeddings_of(index["embed"])
-        self._dims = None if index is None or index.get("dims") is None else _dims_of(index["dims"])
-        self.layout = _check_layout(layout)
+            self.embeddings = embeddings_of(index["embed"])
+        self._dims = None if index is None or index.get("dims") is None else dims_of(index["dims"])
+        self.layout = check_layout(layout)
         if fields is not None and (isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields)):
             raise ValidationError(f"fields must be a list of value paths such as ['content'], got {fields!r}")
         self.fields = None if fields is None else list(fields)
@@ -409,7 +215,7 @@ class ZepStore(BaseStore):
 
     def _user_of(self, namespace: tuple[str, ...]) -> str:
         """The tenant (zep user) a full namespace's items are kept under."""
-        tenant, shared = _place(tuple(namespace), self.layout)
+        tenant, shared = place(tuple(namespace), self.layout)
         if shared and tenant not in self._told:
             self._told.add(tenant)
             logging.getLogger(__name__).info(
@@ -419,14 +225,14 @@ class ZepStore(BaseStore):
 
     def _namespace_of(self, tenant: str) -> tuple[str, ...] | None:
         """The one namespace a tenant's items have, or None if no namespace makes it."""
-        shared, labels = _labels_of(tenant)
+        shared, labels = labels_of(tenant)
         if shared:
             return labels
-        holders = sum(1 for label in self.layout if _PLACEHOLDER.fullmatch(label))
+        holders = sum(1 for label in self.layout if PLACEHOLDER.fullmatch(label))
         if len(labels) < holders:
             return None
         values = iter(labels)
-        filled = tuple(next(values) if _PLACEHOLDER.fullmatch(want) else want for want in self.layout)
+        filled = tuple(next(values) if PLACEHOLDER.fullmatch(want) else want for want in self.layout)
         return (*filled, *values)
 
     def _users_under(self, prefix: Sequence[str]) -> list[str]:
@@ -435,7 +241,7 @@ class ZepStore(BaseStore):
         found = []
         for tenant in self.memory.users():
             namespace = self._namespace_of(tenant)
-            if namespace is not None and len(namespace) >= len(prefix) and _fits(prefix, namespace):
+            if namespace is not None and len(namespace) >= len(prefix) and fits(prefix, namespace):
                 found.append(tenant)  # a tenant holds one namespace: the prefix reaches it or not
         return found
 
@@ -516,7 +322,7 @@ class ZepStore(BaseStore):
                 if not isinstance(op.key, str):
                     raise ValidationError(f"a store key must be a string, got {type(op.key).__name__}")
                 if op.value is not None:
-                    _json_of(op.value)
+                    json_of(op.value)
                 puts[(op.namespace, op.key)] = op
                 results.append(None)
             else:
@@ -541,7 +347,7 @@ class ZepStore(BaseStore):
         if paths is False:
             return []
         if paths is None or "$" in paths:
-            return _strings(value)
+            return strings(value)
         return [t for path in paths for t in get_text_at_path(value, path) if t.strip()]
 
     def _write(self, puts: list[PutOp]) -> None:
@@ -585,7 +391,7 @@ class ZepStore(BaseStore):
                 if namespace[:len(prefix)] != prefix:
                     continue
                 for key, entry in items.items():
-                    if wanted and not all(_matches(json.loads(entry.value).get(k), v) for k, v in wanted.items()):
+                    if wanted and not all(matches(json.loads(entry.value).get(k), v) for k, v in wanted.items()):
                         continue
                     found.append((user_id, namespace, key, entry))
         return found
@@ -680,7 +486,7 @@ class ZepStore(BaseStore):
         conditions = tuple(op.match_conditions or ())
         prefix = next((tuple(c.path) for c in conditions if c.match_type == "prefix"), ())
         namespaces = {ns for user_id in self._users_under(prefix) for ns, items in state(user_id).items() if items}
-        namespaces = {ns for ns in namespaces if all(_condition_holds(c, ns) for c in conditions)}
+        namespaces = {ns for ns in namespaces if all(condition_holds(c, ns) for c in conditions)}
         if op.max_depth is not None:
             namespaces = {ns[:op.max_depth] for ns in namespaces}
         return sorted(namespaces)[op.offset:op.offset + op.limit]
