@@ -31,20 +31,25 @@ def test_memory_with_zep_block_is_told_the_new_city_not_the_old_one(mode, make_m
     core = make_memory()
     block = ZepMemoryBlock(memory=core, user_id="ada", name="zep")
 
+    loop = asyncio.new_event_loop()  # async: one loop for the app's life (LlamaIndex's Memory keeps its loop's engine)
+
     def chat(engine, text):
-        return engine.chat(text) if mode == "sync" else asyncio.run(engine.achat(text))
+        return engine.chat(text) if mode == "sync" else loop.run_until_complete(engine.achat(text))
 
-    for i, text in enumerate(SESSIONS, start=1):
-        engine = SimpleChatEngine.from_defaults(llm=llm, memory=chat_memory(block, f"s{i}"))
-        chat(engine, text)
-        chat(engine, "Thanks, that is all for today.")
-        clock.advance(days=30)
+    try:
+        for i, text in enumerate(SESSIONS, start=1):
+            engine = SimpleChatEngine.from_defaults(llm=llm, memory=chat_memory(block, f"s{i}"))
+            chat(engine, text)
+            chat(engine, "Thanks, that is all for today.")
+            clock.advance(days=30)
 
-    assert [f.object for f in core.get_context("User lives in", user_id="ada") if f.predicate == "lives_in"] == [
-        "Berlin"]
-    llm.prompts.clear()
-    engine = SimpleChatEngine.from_defaults(llm=llm, memory=chat_memory(block, "s3"))
-    chat(engine, QUESTION)
+        assert [f.object for f in core.get_context("User lives in", user_id="ada") if f.predicate == "lives_in"] == [
+            "Berlin"]
+        llm.prompts.clear()
+        engine = SimpleChatEngine.from_defaults(llm=llm, memory=chat_memory(block, "s3"))
+        chat(engine, QUESTION)
+    finally:
+        loop.close()
 
     assert "<zep>" in llm.prompts[-1] and "Berlin" in llm.prompts[-1]
     assert QUESTION in llm.prompts[-1]
