@@ -245,3 +245,20 @@ def test_a_write_is_never_held_up_by_a_build_under_way(pg):
                                           done.set()), daemon=True).start()
         assert done.wait(10), "a write waited for the build's lock"
     assert vectors.count("big", "current") == 65
+
+
+def test_a_tenant_the_process_stopped_remembering_is_counted_again_and_still_indexed(pg, monkeypatch):
+    """A process keeps the counts of its newest ``REMEMBERED`` tenants (100,000 tenants would
+    otherwise each hold one for the process's life); one it forgot is counted again when written to."""
+    from zep_core.stores.postgres import hnsw as module
+
+    store, hnsw, vectors, exact = pg
+    monkeypatch.setattr(module, "REMEMBERED", 2)
+    rng = np.random.default_rng(5)
+    for user in ("t0", "t1", "t2", "t3"):
+        _write(store, user, _vectors(rng, 10))
+        _until(lambda u=user: Tenant.of(u) in hnsw._checked)
+    assert set(hnsw._checked) == {Tenant.of("t2"), Tenant.of("t3")}  # the oldest forgotten
+    _write(store, "t0", _vectors(rng, 45), start=10)  # t0 crosses 50 while forgotten
+    _until(lambda: hnsw.ready(Tenant.of("t0")))
+    assert _copy_ids(store, "t0") == vectors.ids("t0", "current") and len(_copy_ids(store, "t0")) == 55

@@ -43,6 +43,7 @@ index whichever of them built it.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import threading
 import time
@@ -64,6 +65,8 @@ _BUILDING, _READY = "building", "ready"
 EF_SEARCH = 100
 #: Seconds before a tenant whose build failed (a user that does not own the tables…) is tried again.
 RETRY_S = 600
+#: Tenants whose count a process remembers: past it the oldest are forgotten (counted again when written to).
+REMEMBERED = 50_000
 #: Memory a build may use on the server (``maintenance_work_mem``): a graph that outgrows it builds far slower.
 BUILD_MEMORY = "256MB"
 
@@ -260,7 +263,11 @@ class HnswIndexes:
                 dims = conn.execute(f"SELECT vector_dims(embedding) FROM facts WHERE user_id = %s AND {_CURRENT} "
                                     "LIMIT 1", [key(tenant)]).fetchall()
             with self._lock:
-                self._checked[tenant] = count
+                self._checked.pop(tenant, None)
+                self._checked[tenant] = count  # newest last: the oldest are forgotten first
+                for old in list(itertools.islice(self._checked, max(0, len(self._checked) - REMEMBERED))):
+                    del self._checked[old]
+                    self._added.pop(old, None)
             if count < max(self.exact_below, 1) or not dims:
                 return False
             return self._build(tenant, int(dims[0][0]))
