@@ -15,6 +15,7 @@ import pytest
 from zep_core.errors import StoreError
 from zep_core.models import Episode, Message
 from zep_core.stores.postgres import TENANT_TABLES, PgRecordStore
+from zep_core.stores.postgres.connection import STORE
 from zep_core.stores.postgres.schema import SCHEMA_NAME, STORE_ROLE, TENANT_ROLE
 from zep_core.tenant import Tenant
 
@@ -150,6 +151,31 @@ def test_the_store_scopes_each_statement_to_the_tenant_it_was_given(pg_url):
                 store._exec(ANN, "INSERT INTO session_messages(user_id, session_id, role, content) "
                                  "VALUES ('bob', 's', 'user', 'planted')")
         assert [m.content for _, m in store.session_messages(BOB, "s")] == ["hello"]
+    finally:
+        store.close()
+
+
+def test_inside_a_write_each_statement_still_runs_as_its_own_tenant(pg_url):
+    """A write sets a tenant once for its statements of that tenant; a change of tenant, or a
+    savepoint rolled back (which undoes the tenant it set), makes the next statement set its own."""
+    _fill_every_table(pg_url)
+    store = PgRecordStore(pg_url)
+    mine = "SELECT DISTINCT user_id FROM episodes"  # no user_id in the statement: only the policy filters
+    try:
+        with store.transaction():
+            assert store._rows(ANN, mine) == [("ann",)] == store._rows(ANN, mine)
+            assert store._rows(BOB, mine) == [("bob",)]
+            assert store._rows(ANN, mine) == [("ann",)]
+            with pytest.raises(StoreError):
+                with store.transaction():  # a savepoint: Bob's tenant set in it, then rolled back to Ann's
+                    assert store._rows(BOB, mine) == [("bob",)]
+                    store._exec(BOB, "SELECT 1/0")
+            assert store._rows(BOB, mine) == [("bob",)]  # set again, not assumed
+            with store.transaction():
+                assert store._rows(ANN, mine) == [("ann",)]
+            assert store._rows(ANN, mine) == [("ann",)] and store._rows(BOB, mine) == [("bob",)]
+            assert store._rows(STORE, "SELECT count(DISTINCT user_id) FROM episodes") == [(2,)]
+        assert store._rows(BOB, mine) == [("bob",)]
     finally:
         store.close()
 

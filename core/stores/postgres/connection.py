@@ -96,6 +96,8 @@ class PgConnection:
         #: Settings (``hnsw.ef_search``…) the session holds, set by :meth:`_rows_tuned` when they change.
         self._session_settings: dict[str, str] = {}
         self._depth = 0  # transactions open (nested: savepoints)
+        #: ``(role, tenant)`` set with ``SET LOCAL`` in the open transaction, at this savepoint level (None: unknown).
+        self._local_scope: tuple[str, str] | None = None
         self._after_commit: list[Callable[[], None]] = []
         self.conn = self._connect()
         try:
@@ -126,6 +128,7 @@ class PgConnection:
             pass
         self._session_scope = None
         self._session_settings = {}
+        self._local_scope = None
         return conn
 
     def _live(self) -> Any:
@@ -224,6 +227,9 @@ class PgConnection:
                 raise self._failed("write", exc) from None
             finally:
                 self._depth -= 1
+                # a savepoint rolled back undoes the SET LOCALs made in it, and a transaction's end
+                # all of them: what the next statement finds set is not known, it sets its own
+                self._local_scope = None
                 done = self._after_commit if outermost else []
                 if outermost:
                     self._after_commit = []
@@ -246,10 +252,11 @@ class PgConnection:
         """A cursor whose statements run under ``scope``.
 
         Inside an open transaction (a write), the scope is set for the rest of that transaction
-        only (``SET LOCAL``): each call sets its own before its statements. A statement on its
-        own (a read) runs in autocommit under the connection's session scope, set first whenever
-        it is not already this one (one round trip per statement, not four: ``BEGIN``, the scope,
-        the statement, ``COMMIT``).
+        only (``SET LOCAL``), unless the transaction's last statement at this savepoint level
+        already set this very scope (a write of one tenant's rows: one round trip per statement,
+        not two). A statement on its own (a read) runs in autocommit under the connection's
+        session scope, set first whenever it is not already this one (one round trip per
+        statement, not four: ``BEGIN``, the scope, the statement, ``COMMIT``).
         """
         role, tenant = scope_settings(scope)
         with self._lock:
@@ -259,7 +266,10 @@ class PgConnection:
                     conn = self._live()
                 cur = conn.cursor(binary=True)  # binary results: a vector is read as bytes, not parsed from text
                 if conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
-                    cur.execute(SCOPE_SQL, [role, True, tenant, True])
+                    if not self._depth or self._local_scope != (role, tenant):
+                        self._local_scope = None  # unknown until the server said yes
+                        cur.execute(SCOPE_SQL, [role, True, tenant, True])
+                        self._local_scope = (role, tenant)
                 elif self._session_scope != (role, tenant):
                     self._session_scope = None  # unknown until the server said yes
                     cur.execute(SCOPE_SQL, [role, False, tenant, False])
