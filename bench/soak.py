@@ -326,7 +326,8 @@ class Ledger:
     exports: dict[str, Expected] = field(default_factory=dict)
     #: acknowledgements of episodes (by id) that no check has looked up yet
     unchecked: Counter = field(default_factory=Counter)
-    #: acknowledged episodes a later forget or import took away before any check saw them
+    #: acknowledged episodes a later forget or import took away before any check saw them (one the
+    #: acknowledgements promised, or one the kill cut short that the check found done)
     dropped_unchecked: int = 0
 
     def replace_user(self, user: str, after: Expected) -> None:
@@ -720,8 +721,9 @@ def run(trials: int, seed: int, *, out: Path | None = None, work: Path | None = 
         "trials": c["trials"], "requested_trials": trials, "seed": seed,
         "episodes_acknowledged": c["episodes_acknowledged"], "lost": c["lost"], "inconsistent": c["inconsistent"],
         "episodes_checked": c["episodes_checked"], "moves_acknowledged": c["moves_acknowledged"],
-        # each acknowledged episode is looked up by the check after its trial, unless an acknowledged
-        # forget (or an import) took it away first: these two add up to episodes_acknowledged
+        # each acknowledged episode is looked up by the check after its trial, unless a forget or an
+        # import (acknowledged, or cut short but done) took it away first: the two add up to
+        # episodes_acknowledged
         "episodes_first_checked": c["episodes_first_checked"],
         "episodes_forgotten_before_a_check": soak.ledger.dropped_unchecked,
         "ops": {op: {"started": soak.started[op], "acknowledged": soak.acknowledged[op], "killed": soak.killed[op],
