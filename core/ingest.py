@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, NamedTuple, cast
@@ -208,24 +209,33 @@ class Ingestor:
 
     def conversation_end(self, session_id: str, messages: Sequence[Any], *, user_id: str,
                          episode_id: str | None) -> IngestResult:
-        """Store the episode, then extract and apply the rules (ids already checked by the caller)."""
+        """Store the episode, then extract and apply the rules (ids already checked by the caller).
+
+        An id sent again is a ``duplicate`` once done; while a request (in this process or
+        another on the same database) extracts it, ``pending``; a pending one nobody
+        extracts is extracted now (:meth:`_again`).
+        """
         msgs = validate_messages(messages, self.config)
         episode_id = episode_id or new_id()
         now = self._now()
         owner = self.records.episode_owner(episode_id)
-        if owner is not None:
-            if owner != user_id:
+        if owner is not None and owner != user_id:
+            raise ValidationError(f"episode id {episode_id!r} belongs to another user; use a new id")
+        if owner is None:
+            ids = [m.id or f"{episode_id}:{i}" for i, m in enumerate(msgs)]
+            episode = Episode(id=episode_id, session_id=session_id, user_id=user_id, created_at=now,
+                              messages=tuple(replace(m, id=mid) for m, mid in zip(msgs, ids)), status="pending")
+            with self._claim(user_id, episode_id) as claimed:  # claimed first: whoever stores it extracts it
+                if not claimed:
+                    return IngestResult(episode_id=episode_id, status="pending")
+                with self.records.transaction():
+                    stored = self.records.insert_episode(episode, ids)
+                if stored:
+                    return self._run(episode, now)
+            owner = self.records.episode_owner(episode_id)  # another writer stored it meanwhile
+            if owner is not None and owner != user_id:
                 raise ValidationError(f"episode id {episode_id!r} belongs to another user; use a new id")
-            return self._again(owner, episode_id, now)
-        ids = [m.id or f"{episode_id}:{i}" for i, m in enumerate(msgs)]
-        msgs = [replace(m, id=mid) for m, mid in zip(msgs, ids)]
-        episode = Episode(id=episode_id, session_id=session_id, user_id=user_id, created_at=now,
-                          messages=tuple(msgs), status="pending")
-        with self.records.transaction():
-            if self.records.episode_owner(episode_id) is not None:
-                return IngestResult(episode_id=episode_id, status="duplicate")
-            self.records.insert_episode(episode, ids)
-        return self.process(episode, now, fresh=True)
+        return self._again(Tenant.stored(user_id), episode_id, now)
 
     def _again(self, user: Tenant, episode_id: str, now: datetime) -> IngestResult:
         """An episode id sent again: ``duplicate`` once it is done; a pending one is extracted now.
@@ -242,23 +252,49 @@ class Ingestor:
     def process(self, episode: Episode, now: datetime, *, fresh: bool = False) -> IngestResult:
         """Extract from a stored episode and apply the rules; a failing extractor leaves it pending.
 
-        One extraction of an episode at a time in this process: a second call while one
-        runs (a client's retry, ``maintain()``) returns ``pending`` and changes nothing.
+        One extraction of an episode at a time, in this process and in every process on the
+        same database (:meth:`_claim`): a second call while one runs (a client's retry,
+        ``maintain()``, another server) returns ``pending`` and changes nothing.
         ``fresh``: the caller has just stored it, so its status needs no second look.
         """
-        with self._flight_lock:
-            if episode.id in self._in_flight:
+        with self._claim(episode.user_id, episode.id) as claimed:
+            if not claimed:
                 return IngestResult(episode_id=episode.id, status="pending")
-            self._in_flight.add(episode.id)
-        try:
             current = None if fresh else self.records.get_episode(Tenant.stored(episode.user_id), episode.id)
             if current is not None and current.status != "pending":  # finished while this call waited
                 return IngestResult(episode_id=episode.id, status="duplicate")
-            with self.sync.writing():
-                return self._process(episode, now)
+            return self._run(episode, now)
+
+    @contextmanager
+    def _claim(self, user_id: str, episode_id: str) -> Iterator[bool]:
+        """Whether this call may extract the episode: no other call does, here or in another process.
+
+        Threads take turns on a set; the record store decides between processes (``claim_episode``).
+        A claim only saves a second extraction: the rules apply an episode only while it is
+        pending, under its user's lock (:meth:`RuleApplier.apply_in`), so once whatever happens.
+        """
+        with self._flight_lock:
+            mine = episode_id not in self._in_flight
+            self._in_flight.add(episode_id)
+        if not mine:
+            yield False
+            return
+        user, claimed = Tenant.stored(user_id), False
+        try:
+            claimed = self.records.claim_episode(user, episode_id)
+            yield claimed
         finally:
-            with self._flight_lock:
-                self._in_flight.discard(episode.id)
+            try:
+                if claimed:
+                    self.records.release_episode(user, episode_id)
+            finally:
+                with self._flight_lock:
+                    self._in_flight.discard(episode_id)
+
+    def _run(self, episode: Episode, now: datetime) -> IngestResult:
+        """Extract a claimed episode and apply the rules, marked as an episode being processed."""
+        with self.sync.writing():
+            return self._process(episode, now)
 
     def _process(self, episode: Episode, now: datetime) -> IngestResult:
         known: tuple[Fact, ...] = ()
@@ -340,16 +376,17 @@ class Ingestor:
         results: dict[int, IngestResult] = {}  # by position in the batch
         stored: list[tuple[int, Episode, datetime]] = []
         again: list[int] = []
+        users = {p.user_id for p in batch}
         with self.records.transaction():
+            self.records.lock_tenants(users)
             owners = self.records.record_owners("episodes", [e.id for e in batch])
             for k, p in enumerate(batch):
-                if p.id in owners:  # stored before: by an earlier call, or another writer meanwhile
-                    again.append(k)
-                    continue
                 now = self._now()
                 episode = Episode(id=p.id, session_id=p.session_id, user_id=p.user_id, created_at=now,
                                   messages=p.messages, status="pending")
-                self.records.insert_episode(episode, [m.id or "" for m in p.messages])
+                if p.id in owners or not self.records.insert_episode(episode, [m.id or "" for m in p.messages]):
+                    again.append(k)  # stored before: by an earlier call, or another writer meanwhile
+                    continue
                 stored.append((k, episode, now))
         for k in again:  # as conversation_end does: a done one is a duplicate, a pending one is extracted now,
             # before the new ones (it was stored before them)
@@ -371,6 +408,7 @@ class Ingestor:
             with self.sync.exclusive():
                 self._check_open()
                 with self.sync.transaction() as ops:
+                    self.records.lock_tenants({x.episode.user_id for _, x in extracted})
                     for k, x in extracted:
                         results[k] = self.rules.apply_in(ops, x, vectors, vectors)
         return [results[k] for k in range(len(batch))]

@@ -154,7 +154,11 @@ class RuleApplier:
         """Resolve entities, apply the update rules and write, inside an open ``sync.transaction()``.
 
         Reads go through the same connection, so they see what earlier episodes of the
-        transaction wrote. The index writes are appended to ``ops``.
+        transaction wrote. The index writes are appended to ``ops``. The episode is applied
+        only while it is still pending, read under its user's lock (the first statement of
+        the user in the transaction takes it: :mod:`zep_core.stores.postgres.connection`),
+        so it is applied once whatever the number of writers: one that finds it done
+        returns ``duplicate`` and writes nothing.
 
         Raises:
             NotFoundError: the episode's user was forgotten meanwhile (nothing is written).
@@ -162,9 +166,12 @@ class RuleApplier:
         """
         episode, extraction, proposed, now = extracted.episode, extracted.extraction, extracted.proposals, extracted.now
         known_ids, user = extracted.known_ids, Tenant.stored(episode.user_id)
-        if not self.records.known_ids(user, "episodes", [episode.id]):  # forget_user() ran meanwhile: write nothing
+        status = self.records.episode_status(user, episode.id)  # the user's first statement: their lock, then
+        if status is None:  # forget_user() ran meanwhile: write nothing
             raise NotFoundError(f"user {user!r} was forgotten while episode {episode.id!r} was being "
                                 "processed; nothing was learned from it")
+        if status != "pending":  # another writer (another server on the database) applied it meanwhile
+            return IngestResult(episode_id=episode.id, status="duplicate")
         proposals, types = proposed.facts, proposed.kinds
         resolved = self.records.entity_ids_for_aliases(user, list({normalize_name(n) for n in proposed.entity_names()}))
 
@@ -192,6 +199,9 @@ class RuleApplier:
             plan = self._plan(user, list({s for s, _ in entity_of.values()}), proposals, contradicted, now,
                               taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at)
         new_entities = self._new_entities(plan, entity_of, types, resolved, user)
+        unembedded = [e.name for e in new_entities.values() if e.name not in entity_vectors]
+        if unembedded:  # names stored when the episode was embedded, gone since (the user forgotten and back)
+            entity_vectors = {**entity_vectors, **self._embed(unembedded)}
         aliases = [(user, normalize_name(e.name), e.id) for e in new_entities.values()]
         aliases += [(user, normalize_name(f.object), entity_of[f.id][0]) for f in plan.added
                     if f.predicate == "is_named"]

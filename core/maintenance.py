@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -34,11 +34,28 @@ from .stores.base import RETIRED_VECTOR_KINDS, VECTOR_KINDS
 from .stores.record_protocols import MaintenanceRecords
 from .stores.records import iso
 from .sync import IndexSync
+from .temporal import STATEMENT, normalize_name
 from .tenant import Tenant
 
 __all__ = ["MaintenanceReport", "Maintenance"]
 
 log = logging.getLogger("zep_core")
+
+
+def _rivals(rows: Iterable[tuple[str, str, str, str, str]], single_valued: Collection[str]) -> list[str]:
+    """The ids of the current facts that a newer current fact should have retired or reinforced.
+
+    ``rows`` are ``(id, subject_id, predicate, object, valid_from)`` of a user's current facts.
+    Two current facts of one subject and predicate are rivals when the predicate holds one
+    value at a time (two homes), or when they say the same thing (the same object twice: a
+    restatement reinforces, it never adds a row). Each group's newest is not listed.
+    """
+    groups: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+    for fid, subject_id, predicate, obj, valid_from in rows:
+        p = normalize_name(predicate)
+        groups.setdefault((subject_id, p, "" if p in single_valued and p != STATEMENT else normalize_name(obj)),
+                          []).append((valid_from, fid))
+    return [fid for group in groups.values() if len(group) > 1 for _, fid in sorted(group)[:-1]]
 
 
 @dataclass(frozen=True)
@@ -283,7 +300,8 @@ class Maintenance:
 
         Records whose index write is quarantined are listed once, under
         ``quarantined_index_writes`` (``"<op> <id> of <user>: <why and what to do>"``), and
-        not again as missing from an index.
+        not again as missing from an index. ``rival_current_facts`` are the older of current
+        facts that the update rules never leave current together (:func:`_rivals`).
         """
         self.sync.catch_up()
         users = list(users)
@@ -304,6 +322,8 @@ class Maintenance:
         all_entities: set[str] = set()
         known_edges: set[str] = set()
         for user in users:
+            note("rival_current_facts", _rivals(self.records.current_fact_keys(user),
+                                                self.config.single_valued_predicates))
             current, edges = set(), {}
             for ids in self.records.iter_fact_ids(user):
                 known_edges.update(ids)

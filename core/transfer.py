@@ -213,13 +213,16 @@ def import_records(records: TransferRecords, sync: IndexSync, embedder: Embedder
     _check_free(records, parsed, replace, data_dir)  # early, before the texts are embedded
     entity_vecs, fact_vecs = _vectors(embedder, parsed, reembed)
     with sync.transaction(apply_now=True) as ops:  # one transaction: a failed import leaves the old memory
+        records.lock_tenants([user])  # the user's writers in other processes wait (PostgreSQL)
         _check_free(records, parsed, replace, data_dir)  # again, under the writers' lock
         replaced = replace and records.has_records(user)
         if replaced:
             records.delete_user(user)
             ops.append(OutboxOp.forget_user(user))
         for _, episode in parsed.episodes:
-            records.insert_episode(episode, [str(m.id) for m in episode.messages])
+            if not records.insert_episode(episode, [str(m.id) for m in episode.messages]):
+                raise ValidationError(f"episode id {episode.id!r} was stored by another writer during the import; "
+                                      "nothing was imported: import again (with replace=True to overwrite it)")
             if episode.error is not None:
                 records.set_episode_status(user, episode.id, episode.status, error=episode.error)
         by_changed: dict[str | None, list[tuple[Entity, np.ndarray]]] = {}

@@ -84,11 +84,28 @@ class IngestRecords(Protocol):
     def insert_entities(self, rows: Iterable[tuple[Entity, np.ndarray]], changed_at: str) -> None:
         """Create entities with their vectors (call inside :meth:`transaction`)."""
 
-    def insert_episode(self, episode: Episode, message_ids: Sequence[str]) -> None:
-        """Store an episode and every message (call inside :meth:`transaction`)."""
+    def insert_episode(self, episode: Episode, message_ids: Sequence[str]) -> bool:
+        """Store an episode and every message unless its id is taken; whether it was (inside :meth:`transaction`)."""
 
-    def known_ids(self, tenant: Tenant, table: str, ids: Sequence[str]) -> set[str]:
-        """Which of these fact, entity or episode ids the tenant holds."""
+    def episode_status(self, tenant: Tenant, episode_id: str) -> str | None:
+        """The status of one of the tenant's episodes, or None if it has none."""
+
+    def claim_episode(self, tenant: Tenant, episode_id: str) -> bool:
+        """Whether this process may extract the episode now: no other process on the store does.
+
+        The claim goes with the process (or its connection); give it back with :meth:`release_episode`.
+        """
+
+    def release_episode(self, tenant: Tenant, episode_id: str) -> None:
+        """Give back :meth:`claim_episode`."""
+
+    def lock_tenants(self, tenants: Iterable[Tenant]) -> None:
+        """Inside a write that names several tenants: hold each one's write lock from now to its end.
+
+        A store whose writes of a tenant can come from several processes serialises them per
+        tenant (the update rules read, then write); the locks are taken in one order here, so
+        that two writers of several tenants never wait for each other.
+        """
 
     def mark_entities_changed(self, tenant: Tenant, entity_ids: Iterable[str], when: str) -> None:
         """Flag entities for the next summary refresh."""
@@ -248,6 +265,9 @@ class GraphRecords(Protocol):
 class MaintenanceRecords(Protocol):
     """What maintenance, checks and re-embedding use (:mod:`zep_core.maintenance`)."""
 
+    def current_fact_keys(self, tenant: Tenant) -> list[tuple[str, str, str, str, str]]:
+        """``(id, subject_id, predicate, object, valid_from)`` of every current fact of one user (for checks)."""
+
     def count_facts(self, tenant: Tenant | None = None) -> dict[str, int]:
         """Counts of current and superseded facts."""
 
@@ -373,8 +393,16 @@ class TransferRecords(Protocol):
     def insert_entities(self, rows: Iterable[tuple[Entity, np.ndarray]], changed_at: str) -> None:
         """Create entities with their vectors (call inside :meth:`transaction`)."""
 
-    def insert_episode(self, episode: Episode, message_ids: Sequence[str]) -> None:
-        """Store an episode and every message (call inside :meth:`transaction`)."""
+    def insert_episode(self, episode: Episode, message_ids: Sequence[str]) -> bool:
+        """Store an episode and every message unless its id is taken; whether it was (inside :meth:`transaction`)."""
+
+    def lock_tenants(self, tenants: Iterable[Tenant]) -> None:
+        """Inside a write that names several tenants: hold each one's write lock from now to its end.
+
+        A store whose writes of a tenant can come from several processes serialises them per
+        tenant (the update rules read, then write); the locks are taken in one order here, so
+        that two writers of several tenants never wait for each other.
+        """
 
     def insert_session_rows(self, tenant: Tenant, rows: Iterable[tuple[str, Message, str | None]]) -> None:
         """Append chat turns with their episode marks, as :meth:`session_rows` gives them (for import)."""

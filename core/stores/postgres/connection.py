@@ -6,10 +6,19 @@ admits that tenant's rows only) or :data:`STORE` (store-wide work, as
 :data:`~.schema.STORE_ROLE`). There is no way to run one without: the scope is set in the
 statement's own transaction, with ``SET LOCAL`` semantics, from the one ``Tenant`` value
 the call was given (:mod:`.schema` says why).
+
+**One writer per tenant, whatever the number of processes.** A write transaction takes its
+tenant's advisory lock (:func:`tenant_lock_key`) with its first statement of that tenant, and
+holds it until it ends: the update rules read a tenant's current facts, then write, and a
+second server on the same database doing the same for the same tenant waits until the
+first has committed, then reads what it wrote. Tenants are locked in the order a
+transaction first names them; one that will name several locks them first, sorted
+(:meth:`PgConnection.lock_tenants`), so that two such writers never wait for each other.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import threading
@@ -48,6 +57,21 @@ SCOPE_SQL = "SELECT set_config('role', %s, %s), set_config('zep.tenant', %s, %s)
 def scope_settings(scope: Scope) -> tuple[str, str]:
     """``(role, tenant)`` that :data:`SCOPE_SQL` sets for ``scope``: the tenant role and its key, or the store's."""
     return (STORE_ROLE, "") if scope is STORE else (TENANT_ROLE, key(scope))
+
+
+def advisory_key(space: bytes, tenant: Tenant) -> int:
+    """A 64-bit advisory lock key for ``tenant`` in the key space ``space`` (a hash: any text may be a user id)."""
+    return int.from_bytes(hashlib.sha256(space + b"\0" + key(tenant).encode()).digest()[:8], "big", signed=True)
+
+
+def tenant_lock_key(tenant: Tenant) -> int:
+    """The advisory lock a write transaction holds on its tenant until it ends (see the module's docstring)."""
+    return advisory_key(b"zep-tenant", tenant)
+
+
+def episode_claim_key(tenant: Tenant, episode_id: str) -> int:
+    """The advisory lock of the session extracting one episode of ``tenant`` (:meth:`PgConnection.claim_episode`)."""
+    return advisory_key(b"zep-episode:" + episode_id.encode(), tenant)
 
 
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
@@ -98,6 +122,8 @@ class PgConnection:
         self._depth = 0  # transactions open (nested: savepoints)
         #: ``(role, tenant)`` set with ``SET LOCAL`` in the open transaction, at this savepoint level (None: unknown).
         self._local_scope: tuple[str, str] | None = None
+        #: The tenants whose advisory lock the open transaction holds (until it ends: a savepoint keeps them).
+        self._locked: set[str] = set()
         self._after_commit: list[Callable[[], None]] = []
         self.conn = self._connect()
         try:
@@ -233,8 +259,37 @@ class PgConnection:
                 done = self._after_commit if outermost else []
                 if outermost:
                     self._after_commit = []
+                    self._locked = set()
         for call in done if committed else ():
             call()
+
+    def lock_tenants(self, tenants: Iterable[Tenant]) -> None:
+        """Inside a write that will name several tenants: take their locks now, in one order (by key).
+
+        Two writers that each lock tenants as they first name them could each hold one the
+        other waits for; taken sorted, first, they never do. Outside a write: nothing.
+        """
+        with self._lock:
+            if not self._depth:
+                return
+            for tenant in sorted({key(t): t for t in tenants}.items()):
+                with self._scoped(tenant[1]):
+                    pass
+
+    def claim_episode(self, tenant: Tenant, episode_id: str) -> bool:
+        """Whether this session now extracts the episode: no other session (another process) does.
+
+        A session advisory lock (:func:`episode_claim_key`), so the database decides, and the
+        claim of a process that dies goes with its connection. Give it back with :meth:`release_episode`.
+        """
+        return bool(self._rows(STORE, "SELECT pg_try_advisory_lock(%s)", [episode_claim_key(tenant, episode_id)])[0][0])
+
+    def release_episode(self, tenant: Tenant, episode_id: str) -> None:
+        """Give back :meth:`claim_episode` (a connection made again since holds none: nothing to do then)."""
+        with self._lock:
+            if self.conn.closed:
+                return
+            self._rows(STORE, "SELECT pg_advisory_unlock(%s)", [episode_claim_key(tenant, episode_id)])
 
     def after_commit(self, call: Callable[[], None]) -> None:
         """Run ``call`` once the write under way commits (never if it rolls back); at once outside a write.
@@ -266,7 +321,14 @@ class PgConnection:
                     conn = self._live()
                 cur = conn.cursor(binary=True)  # binary results: a vector is read as bytes, not parsed from text
                 if conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
-                    if not self._depth or self._local_scope != (role, tenant):
+                    lock = bool(self._depth) and scope is not STORE and tenant not in self._locked
+                    if lock:  # a write's first statement of this tenant: it waits for the tenant's other writer
+                        self._local_scope = None
+                        cur.execute(SCOPE_SQL + ", pg_advisory_xact_lock(%s)",
+                                    [role, True, tenant, True, tenant_lock_key(scope)])
+                        self._locked.add(tenant)
+                        self._local_scope = (role, tenant)
+                    elif not self._depth or self._local_scope != (role, tenant):
                         self._local_scope = None  # unknown until the server said yes
                         cur.execute(SCOPE_SQL, [role, True, tenant, True])
                         self._local_scope = (role, tenant)

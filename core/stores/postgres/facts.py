@@ -12,7 +12,7 @@ import numpy as np
 
 from ...models import Fact
 from ...temporal import STATEMENT, normalize_name
-from ...tenant import Tenant
+from ...tenant import Tenant, key
 from ..schema import FACT_COLUMNS, StoredFact, fact_from_row, fact_row, iso, parse_time
 from .connection import STORE
 from .hnsw import SYNC, lock_key
@@ -34,11 +34,14 @@ def vector_of(value: Any) -> np.ndarray:
 
 
 def by_user(rows: Iterable[Any], user_of: Any) -> dict[Tenant, list[Any]]:
-    """Records (or rows) that carry their own user id, grouped by that user as a checked tenant."""
+    """Records (or rows) that carry their own user id, grouped by that user as a checked tenant.
+
+    The users come sorted, the order a write takes their locks in (:meth:`PgConnection.lock_tenants`).
+    """
     out: dict[Tenant, list[Any]] = {}
     for item in rows:
         out.setdefault(Tenant.of(user_of(item)), []).append(item)
-    return out
+    return dict(sorted(out.items(), key=lambda kv: key(kv[0])))
 
 
 class PgFactRows(PgLexicalRows):
@@ -227,6 +230,11 @@ class PgFactRows(PgLexicalRows):
                           f"SELECT {_CURRENT}, count(*) FROM facts {where} GROUP BY 1", params)
         counts = {bool(k): v for k, v in rows}
         return {"current": counts.get(True, 0), "superseded": counts.get(False, 0)}
+
+    def current_fact_keys(self, tenant: Tenant) -> list[tuple[str, str, str, str, str]]:
+        """``(id, subject_id, predicate, object, valid_from)`` of every current fact of one user (for checks)."""
+        return self._rows(tenant, "SELECT id, subject_id, predicate, object, valid_from FROM facts "
+                                  f"WHERE user_id = %s AND {_CURRENT}", [tenant])
 
     def current_vectors(self, tenant: Tenant) -> list[tuple[str, bytes]]:
         """``(id, float32 bytes)`` of every current fact of one user, in id order."""

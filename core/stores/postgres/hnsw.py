@@ -52,7 +52,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...tenant import Tenant, key
-from .connection import SCOPE_SQL, STORE, Scope, scope_settings
+from .connection import SCOPE_SQL, STORE, Scope, advisory_key, scope_settings
 from .schema import CURRENT as _CURRENT
 
 __all__ = ["EF_SEARCH", "SYNC", "HnswIndexes", "approximate_query", "build_key", "index_name", "lock_key"]
@@ -86,7 +86,7 @@ ON CONFLICT (user_id, id) DO UPDATE SET embedding = excluded.embedding"""
 
 def lock_key(tenant: Tenant) -> int:
     """The advisory lock of a tenant's copy: writes take it shared, the copy (a short transaction) exclusively."""
-    return _key(b"zep-ann", tenant)
+    return advisory_key(b"zep-ann", tenant)
 
 
 def build_key(tenant: Tenant) -> int:
@@ -95,11 +95,7 @@ def build_key(tenant: Tenant) -> int:
     Never :func:`lock_key`: a write waiting for that one while ``CREATE INDEX CONCURRENTLY``
     waits for the write's transaction to end is a deadlock.
     """
-    return _key(b"zep-ann-build", tenant)
-
-
-def _key(space: bytes, tenant: Tenant) -> int:
-    return int.from_bytes(hashlib.sha256(space + b"\0" + key(tenant).encode()).digest()[:8], "big", signed=True)
+    return advisory_key(b"zep-ann-build", tenant)
 
 
 def index_name(tenant: Tenant) -> str:

@@ -17,7 +17,7 @@ from .connection import STORE, PgConnection
 #: A tenant's tables, in the order :meth:`PgUserRows.delete_user` empties them.
 _USER_TABLES = ("messages", "episodes", "facts", "entities", "aliases", "session_messages",
                 "lexical_postings", "lexical_docs", "lexical_stats", "vector_tiers",
-                "ann_vectors")
+                "ann_vectors", "outbox", "outbox_quarantine")
 
 
 class PgUserRows(PgConnection):
@@ -54,16 +54,26 @@ class PgUserRows(PgConnection):
         rows = self._rows(STORE, "SELECT user_id FROM episodes WHERE id = %s", [episode_id])
         return Tenant.stored(rows[0][0]) if rows else None
 
-    def insert_episode(self, episode: Episode, message_ids: Sequence[str]) -> None:
-        """Store an episode and every message (call inside :meth:`transaction`)."""
+    def insert_episode(self, episode: Episode, message_ids: Sequence[str]) -> bool:
+        """Store an episode and every message, unless its id is stored already (call inside :meth:`transaction`).
+
+        Two servers storing one id at once: the second waits for the first's commit, then stores nothing.
+
+        Returns:
+            Whether it was stored: False when the id was taken (by this user or another).
+
+        """
         tenant = Tenant.of(episode.user_id)
-        self._exec(tenant, "INSERT INTO episodes(id, user_id, session_id, summary, created_at, status) "
-                           "VALUES (%s, %s, %s, %s, %s, %s)",
-                   [episode.id, tenant, episode.session_id, episode.summary, iso(episode.created_at), episode.status])
+        if not self._exec(tenant, "INSERT INTO episodes(id, user_id, session_id, summary, created_at, status) "
+                                  "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
+                          [episode.id, tenant, episode.session_id, episode.summary, iso(episode.created_at),
+                           episode.status]):
+            return False
         self._many(tenant, "INSERT INTO messages(episode_id, seq, user_id, message_id, role, name, content, timestamp) "
                            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                    [(episode.id, i, tenant, mid, m.role, m.name, m.content, iso(m.timestamp))
                     for i, (m, mid) in enumerate(zip(episode.messages, message_ids))])
+        return True
 
     def set_episode_status(self, tenant: Tenant, episode_id: str, status: str, *, error: str | None = None,
                            summary: str | None = None, usage: dict | None = None) -> None:
@@ -104,6 +114,11 @@ class PgUserRows(PgConnection):
         """``(episode_id, user)`` of every user's episodes of one status, oldest first (for maintenance)."""
         rows = self._episodes(None, "id, user_id", "status = %s", [status], limit)
         return [(r[0], Tenant.stored(r[1])) for r in rows]
+
+    def episode_status(self, tenant: Tenant, episode_id: str) -> str | None:
+        """The status of one of the tenant's episodes (``pending``, ``done``, ``failed``), or None if it has none."""
+        rows = self._rows(tenant, "SELECT status FROM episodes WHERE user_id = %s AND id = %s", [tenant, episode_id])
+        return rows[0][0] if rows else None
 
     def episode_attempts(self, tenant: Tenant, episode_id: str) -> int:
         """How many extraction attempts one of the tenant's episodes has had (0 when unknown)."""

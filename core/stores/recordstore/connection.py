@@ -16,6 +16,7 @@ import sqlite_utils
 from ...errors import StoreError, is_io_failure, store_error
 from ...models import Message
 from ...temporal import normalize_name
+from ...tenant import Tenant, key
 from .. import fts
 from ..schema import (
     FACT_COLUMNS,
@@ -137,6 +138,21 @@ class Connection:
                     raise self._failed(f"SQLite write failed in {self.path}: {exc}") from exc
                 raise
 
+    def lock_tenants(self, tenants: Iterable[Tenant]) -> None:
+        """Nothing to do: a write holds SQLite's write lock for the whole file (``BEGIN IMMEDIATE``)."""
+
+    def claim_episode(self, tenant: Tenant, episode_id: str) -> bool:
+        """Always: one process holds a data folder (:class:`~zep_core.lock.DataDirLock`).
+
+        Its threads take turns in :class:`~zep_core.ingest.Ingestor`.
+        """
+        key(tenant)  # a checked tenant, as everywhere
+        return True
+
+    def release_episode(self, tenant: Tenant, episode_id: str) -> None:
+        """Nothing to give back (see :meth:`claim_episode`)."""
+        key(tenant)
+
     def _failed(self, message: str) -> StoreError:
         """The error for a failed write; one that says the disk failed marks the folder for a check."""
         error = store_error(message)
@@ -153,10 +169,11 @@ class Connection:
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite read failed in {self.path}: {exc}") from exc
 
-    def _exec(self, sql: str, params: Sequence[Any] | dict = ()) -> None:
+    def _exec(self, sql: str, params: Sequence[Any] | dict = ()) -> int:
+        """Run one statement; return how many rows it changed."""
         with self._lock:
             try:
-                self.db.execute(sql, params)
+                return self.db.execute(sql, params).rowcount
             except sqlite3.Error as exc:
                 raise self._failed(f"SQLite write failed in {self.path}: {exc}") from exc
 

@@ -292,6 +292,11 @@ class FactRows(Connection):
         counts = {bool(k): v for k, v in rows}
         return {"current": counts.get(True, 0), "superseded": counts.get(False, 0)}
 
+    def current_fact_keys(self, tenant: Tenant) -> list[tuple[str, str, str, str, str]]:
+        """``(id, subject_id, predicate, object, valid_from)`` of every current fact of one user (for checks)."""
+        return self._rows("SELECT id, subject_id, predicate, object, valid_from FROM facts INDEXED BY facts_current "
+                          "WHERE user_id = ? AND valid_until IS NULL AND superseded_by IS NULL", [key(tenant)])
+
     def current_vectors(self, tenant: Tenant) -> list[tuple[str, bytes]]:
         """``(id, float32 blob)`` of every current fact of one user, in id order (one read by ``facts_current``)."""
         user_id = key(tenant)

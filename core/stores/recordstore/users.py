@@ -59,18 +59,25 @@ class UserRows(Connection):
         rows = self._rows("SELECT user_id FROM episodes WHERE id = ?", [episode_id])
         return Tenant.stored(rows[0][0]) if rows else None
 
-    def insert_episode(self, episode: Episode, message_ids: Sequence[str]) -> None:
-        """Store an episode and every message (call inside :meth:`transaction`)."""
-        self._exec(
-            "INSERT INTO episodes(id, user_id, session_id, summary, created_at, status) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            [episode.id, episode.user_id, episode.session_id, episode.summary,
-             iso(episode.created_at), episode.status])
+    def insert_episode(self, episode: Episode, message_ids: Sequence[str]) -> bool:
+        """Store an episode and every message, unless its id is stored already (call inside :meth:`transaction`).
+
+        Returns:
+            Whether it was stored: False when the id was taken (by this user or another).
+
+        """
+        if not self._exec(
+                "INSERT INTO episodes(id, user_id, session_id, summary, created_at, status) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                [episode.id, episode.user_id, episode.session_id, episode.summary,
+                 iso(episode.created_at), episode.status]):
+            return False
         self._many(
             "INSERT INTO messages(episode_id, seq, user_id, message_id, role, name, content, timestamp) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [(episode.id, i, episode.user_id, mid, m.role, m.name, m.content, iso(m.timestamp))
              for i, (m, mid) in enumerate(zip(episode.messages, message_ids))])
+        return True
 
     def set_episode_status(self, tenant: Tenant, episode_id: str, status: str, *, error: str | None = None,
                            summary: str | None = None, usage: dict | None = None) -> None:
@@ -114,6 +121,12 @@ class UserRows(Connection):
         """``(episode_id, user)`` of every user's episodes of one status, oldest first (for maintenance)."""
         return [(r[0], Tenant.stored(r[1])) for r in self._rows(
             "SELECT id, user_id FROM episodes WHERE status = ? ORDER BY created_at, rowid LIMIT ?", [status, limit])]
+
+    def episode_status(self, tenant: Tenant, episode_id: str) -> str | None:
+        """The status of one of the tenant's episodes (``pending``, ``done``, ``failed``), or None if it has none."""
+        rows = self._rows("SELECT status FROM episodes INDEXED BY episodes_key WHERE user_id = ? AND id = ?",
+                          [key(tenant), episode_id])
+        return rows[0][0] if rows else None
 
     def episode_attempts(self, tenant: Tenant, episode_id: str) -> int:
         """How many extraction attempts one of the tenant's episodes has had (0 when unknown)."""
