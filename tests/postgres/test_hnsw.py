@@ -262,3 +262,18 @@ def test_a_tenant_the_process_stopped_remembering_is_counted_again_and_still_ind
     _write(store, "t0", _vectors(rng, 45), start=10)  # t0 crosses 50 while forgotten
     _until(lambda: hnsw.ready(Tenant.of("t0")))
     assert _copy_ids(store, "t0") == vectors.ids("t0", "current") and len(_copy_ids(store, "t0")) == 55
+
+
+@pytest.mark.parametrize("users", [("100%", "100"), ("x%%y", "x%y"), ("%s", "%(u)s")])
+def test_a_user_id_with_a_percent_sign_searches_its_own_index(pg, users):
+    store, hnsw, vectors, exact = pg
+    rng = np.random.default_rng(7)
+    for user in users:  # each past the threshold: searched through an index of their own
+        _write(store, user, _vectors(rng, 60))
+    for user in users:
+        _until(lambda u=user: hnsw.ready(Tenant.of(u)))
+    for user in users:
+        q = _vectors(rng, 1)[0]
+        found = vectors.query(user, "current", q, 10)
+        assert [i for i, _ in found] == [i for i, _ in exact.query(user, "current", q, 10)]  # 60 facts: all found
+        assert len(found) == 10 and all(i.startswith(f"{user}-") for i, _ in found)

@@ -111,12 +111,17 @@ def _predicate(psycopg: Any, tenant: Tenant, dimension: int) -> Any:
 
 
 def approximate_query(psycopg: Any, tenant: Tenant, dimension: int) -> Any:
-    """The k-nearest search that the tenant's index answers: params ``(vector, vector, k)``."""
+    """The k-nearest search that the tenant's index answers: params ``(vector, vector, k)``.
+
+    The tenant is a literal here (the index's predicate must be repeated as written), in a
+    statement with ``%s`` parameters: a ``%`` in it is doubled, so that the driver reads it
+    as the character, never as a placeholder ("100%", "x%%y" are user ids like any other).
+    """
     sql = psycopg.sql
     cast = sql.SQL("::vector({})").format(sql.Literal(int(dimension)))
+    where = sql.SQL(_predicate(psycopg, tenant, dimension).as_string(None).replace("%", "%%"))
     return sql.SQL("SELECT id, -((embedding{cast}) <#> %s{cast}) FROM ann_vectors WHERE {where} "
-                   "ORDER BY (embedding{cast}) <#> %s{cast} LIMIT %s").format(
-        cast=cast, where=_predicate(psycopg, tenant, dimension))
+                   "ORDER BY (embedding{cast}) <#> %s{cast} LIMIT %s").format(cast=cast, where=where)
 
 
 class HnswIndexes:
