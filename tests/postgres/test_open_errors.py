@@ -92,3 +92,25 @@ def test_two_opens_of_a_new_database_migrate_it_once(pg_url):
     with psycopg.connect(pg_url, autocommit=True) as conn:
         assert conn.execute("SELECT version FROM zep.schema_migrations ORDER BY version").fetchall() == [
             (version,) for version, _, _ in MIGRATIONS]
+
+
+@pytest.mark.parametrize("password", ["Qz55#word", "Qz?55&x=1", "Qz:b#c?d", "Qz3cr3t%23"])
+def test_no_part_of_a_password_survives_in_what_is_shown_or_saved(pg_url, tmp_path, password):
+    from zep_core import Memory
+    from zep_core.stores.postgres import PgRecordStore
+    from zep_core.stores.postgres.connection import public_url, url_without_password
+
+    # libpq reads the user part up to the @, so these passwords need no escaping in a URL
+    head = "postgresql://postgres:@"  # the test server's URL: no password (it trusts its socket's users)
+    assert pg_url.startswith(head)
+    url = pg_url.replace(head, f"postgresql://postgres:{password}@", 1)
+    secret = "Qz"  # any piece of a password would do: what each of these begins with
+    with Memory(MemoryConfig(data_dir=tmp_path / "scratch", database_url=url)) as memory:
+        assert memory.has_user("nobody") is False
+        shown = [public_url(url), url_without_password(url), repr(memory.config), str(memory.stats())]
+    assert not [s for s in shown if secret in s or password in s], shown
+    assert url_without_password(url) == pg_url.replace(head, "postgresql://postgres@")  # the rest kept as it was
+    assert public_url(url) == pg_url.replace(head, "postgresql://postgres:***@", 1)
+    with pytest.raises(StoreUnavailableError) as err:
+        PgRecordStore(f"postgresql://zep:{password}@127.0.0.1:1/memory?password={password}", connect_timeout_s=1)
+    assert secret not in str(err.value)

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from urllib.parse import unquote
 
 from ...errors import ConfigError, StoreError, StoreUnavailableError, install_hint
 from ...tenant import Tenant, key
@@ -74,13 +73,40 @@ def episode_claim_key(tenant: Tenant, episode_id: str) -> int:
     return advisory_key(b"zep-episode:" + episode_id.encode(), tenant)
 
 
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
-_PASSWORD_PARAMETER = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
+def _parts(url: str) -> tuple[str, str | None, str | None, str, list[str]]:
+    """``(scheme://, user, password, host and path, query parameters)`` of a URL, as libpq reads one.
+
+    libpq ends the user part at an ``@`` before any ``/``, so a password may hold ``#``, ``?``
+    or ``:`` unencoded (a general URL parser would cut it at the first of them). The last such
+    ``@`` is taken: a password with an ``@`` of its own is still all hidden.
+    """
+    head, sep, tail = url.partition("://")
+    if not sep:
+        return url, None, None, "", []
+    authority = tail.split("/", 1)[0]
+    at, ask = authority.rfind("@"), authority.find("?")
+    user = password = None
+    if at >= 0 and not (0 <= ask < authority.find("@") and ":" not in authority[:ask]):  # not an @ of a parameter
+        user, colon, secret = tail[:at].partition(":")
+        password, tail = (secret if colon else None), tail[at + 1:]
+    where, mark, query = tail.partition("?")
+    return head + sep, user, password, where, query.split("&") if mark else []
+
+
+def _is_password(parameter: str) -> bool:
+    return unquote(parameter.partition("=")[0]).strip().lower() == "password"
+
+
+def _url(head: str, user: str | None, password: str | None, where: str, parameters: list[str]) -> str:
+    userinfo = "" if user is None else user + ("" if password is None else ":" + password) + "@"
+    return head + userinfo + where + ("?" + "&".join(parameters) if parameters else "")
 
 
 def public_url(url: str) -> str:
     """The database URL as it may be shown: its password (in the user part or a parameter) replaced by ``***``."""
-    return _PASSWORD_PARAMETER.sub(r"\1***", _PASSWORD.sub(r"\1***@", url))
+    head, user, password, where, parameters = _parts(url)
+    return _url(head, user, None if password is None else "***", where,
+                [p.partition("=")[0] + "=***" if _is_password(p) else p for p in parameters])
 
 
 def url_without_password(url: str) -> str:
@@ -89,14 +115,8 @@ def url_without_password(url: str) -> str:
     The process that opens it again gives the password the way PostgreSQL's clients do
     (``PGPASSWORD``, or a ``~/.pgpass`` file), never the saved data.
     """
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, host = netloc.rsplit("@", 1)
-        netloc = f"{user.split(':', 1)[0]}@{host}"
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() != "password"],
-                      safe="/", quote_via=quote)
-    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+    head, user, _, where, parameters = _parts(url)
+    return _url(head, user, None, where, [p for p in parameters if not _is_password(p)])
 
 
 def _psycopg() -> Any:
