@@ -113,6 +113,7 @@ def open_stores(config: MemoryConfig) -> Stores:
     lock.acquire()
     opened: list[object] = []
     try:
+        _check_records_present(root)
         records = RecordStore(root / "zep.db", busy_timeout_ms=config.busy_timeout_ms)
         opened.append(records)
         if lock.repair:
@@ -130,6 +131,23 @@ def open_stores(config: MemoryConfig) -> Stores:
         lock.release(clean=lock.unclean_since is None)  # a crash not yet recovered from stays one
         raise
     return Stores(records, vectors, graph, lock)
+
+
+def _check_records_present(root: Path) -> None:
+    """Refuse a folder whose indexes outlived its ``zep.db``: opened, it would be an empty memory over stale indexes.
+
+    ``zep.db`` is written first, so indexes without it mean it was deleted or moved, not a
+    first open cut short.
+    """
+    if (root / "zep.db").exists():
+        return
+    left = [name for name in ("graph", "chroma") if (root / name).exists()]
+    if left:
+        raise StoreError(f"{root / 'zep.db'}, the record store of this memory, is missing, while "
+                         f"{' and '.join(f'{n}/' for n in left)} of an earlier memory are still in {root}: it was "
+                         "deleted or moved, and everything the indexes hold is derived from it. Put zep.db back "
+                         "(from a backup) to open that memory; or, to start an empty memory in this folder, "
+                         f"remove {' and '.join(str(root / n) for n in left)} first")
 
 
 def open_postgres(config: MemoryConfig) -> Stores:

@@ -229,6 +229,19 @@ def test_a_lost_index_is_an_error_naming_rebuild_when_asked(make_memory, tmp_pat
     assert make_memory(data, on_missing_index="error").check_consistency() == {}
 
 
+def test_a_deleted_record_store_beside_its_indexes_is_refused_not_opened_empty(make_memory, tmp_path):
+    data = tmp_path / "data"
+    two_users(make_memory, data)
+    for path in data.glob("zep.db*"):
+        path.unlink()
+    with pytest.raises(StoreError, match=r"zep\.db, the record store of this memory, is missing.*Put zep\.db back"):
+        make_memory(data)
+    assert not (data / "zep.db").exists()  # nothing was created over what is left
+    lose(data, "both")  # the way the message gives to start an empty memory there
+    memory = make_memory(data)
+    assert memory.users() == [] and memory.check_consistency() == {}
+
+
 def test_a_normal_reopen_rebuilds_nothing(make_memory, tmp_path, caplog):
     data = tmp_path / "data"
     two_users(make_memory, data)
