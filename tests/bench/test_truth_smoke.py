@@ -11,6 +11,7 @@ import json
 import pytest
 
 from bench.common import TRUTH_DEV
+from bench.report import render
 from bench.truth import BM25, FACTS_ONLY, ROWS, ZEP, Check, Record, judge, load, main, run, select
 
 
@@ -87,6 +88,9 @@ def test_the_command_line_selects_writes_the_result_and_dumps_the_failures(tiny,
     assert result["benchmark"] == "truth" and result["cases"] == 1 and result["selection"]["classes"] == ["joke"]
     assert [f["case"] for f in json.loads(dump.read_text())] == ["t-stale"]
     assert "cases held" in capsys.readouterr().out
+    page = render(tmp_path)  # docs/benchmarks.md's section, from the same file
+    assert "## What is true now, in chat written by others (truth_chat)" in page
+    assert "| joke | 0/1 (0.0%) |" in page and "A selection (classes ['joke'])" in page
 
 
 def test_unknown_case_ids_and_a_missing_endpoint_are_refused(tiny, monkeypatch):
