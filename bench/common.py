@@ -26,6 +26,7 @@ __all__ = [
     "RESULTS_DIR",
     "SHARED_DATA",
     "TOKEN_METHOD",
+    "TRUTH_DEV",
     "Progress",
     "dir_size",
     "environment",
@@ -41,6 +42,7 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 LOCOMO_DEV = SHARED_DATA / "locomo" / "locomo_dev.json"
 LONGMEMEVAL_DEV = SHARED_DATA / "longmemeval" / "longmemeval_oracle_dev.json"
+TRUTH_DEV = SHARED_DATA / "truth_chat" / "truth_dev.json"
 TOKEN_METHOD = r"regex estimate: one token per \w+ run or punctuation mark"
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 

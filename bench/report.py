@@ -368,6 +368,38 @@ def _chat(res: dict[str, Any]) -> list[str]:
             *_table(("class", "checks held"), rows), *(["Failed:", "", *failed, ""] if failed else [])]
 
 
+def _truth(res: dict[str, Any]) -> list[str]:
+    """``bench/truth.py``: the shared truth_chat dev set, cases held by class, beside the rows of the same run."""
+    rows = res["rows"]
+    names = list(rows)
+    main = rows[names[0]]
+
+    def share(held: int, total: int) -> str:
+        return f"{held}/{total} ({held / total:.1%})" if total else "–"
+
+    table = [[kind] + [share(rows[n]["by_class"][kind]["cases_held"], rows[n]["by_class"][kind]["cases"])
+                       for n in names] + [share(c["checks_held"], c["checks"])]
+             for kind, c in main["by_class"].items()]
+    table.append(["**all cases**"] + [f"**{share(rows[n]['cases_held'], rows[n]['cases'])}**" for n in names]
+                 + [f"**{share(main['checks_held'], main['checks'])}**"])
+    table.append(["checks"] + [share(rows[n]["checks_held"], rows[n]["checks"]) for n in names] + [""])
+    picked = {k: v for k, v in (res.get("selection") or {}).items() if v}
+    part = (f" A selection ({', '.join(f'{k} {v}' for k, v in picked.items())}), not the whole set."
+            if picked else "")
+    others = ", ".join(f"`{n}` {rows[n]['cases_held']}/{rows[n]['cases']}" for n in names[1:])
+    return ["## What is true now, in chat written by others (truth_chat)", "",
+            f"`python -m bench.truth` ({res['seconds']:.0f} s, extractor `{res['extractor']}`): the cases of "
+            "`../shared/data/truth_chat/truth_dev.json`, written independently of this project; each case in a "
+            "fresh memory, each check `get_context(question, limit=5, speaker=...)` scored by the data README's "
+            "rule (every `must` phrase in a field of one of the top 5 records, no `must_not` phrase in any; a case "
+            f"holds when all its checks do).{part} **`{names[0]}`: {main['cases_held']}/{main['cases']} cases "
+            f"({main['cases_held'] / main['cases']:.1%})**, {main['checks_held']}/{main['checks']} checks; in the "
+            f"same run {others}. `zep: facts only` sets the verbatim `statement` quotes aside (the first 5 other "
+            "facts of the top 50); `bm25-turns` is BM25 over the asked user's raw turns, top 5. Failures: "
+            "`python -m bench.truth --dump FILE`; figures: `bench/results/truth.json`.", "",
+            *_table(("class", *(f"`{n}` cases held" for n in names), f"`{names[0]}` checks held"), table)]
+
+
 def _inside(res: dict[str, Any]) -> list[str]:
     """The verb's own time in the server (its ``Server-Timing``) and what the wire and the codecs add."""
     inside = res["get_context"].get("in_server_ms")
@@ -574,6 +606,9 @@ def render(results_dir: Path = RESULTS_DIR, notes: str = "") -> str:
     chat = _load(results_dir, "chat")
     if chat:
         body += _chat(chat)
+    truth = _load(results_dir, "truth")
+    if truth:
+        body += _truth(truth)
     if loc:
         part, loc_target = _locomo(loc)
         body += part
