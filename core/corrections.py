@@ -6,7 +6,7 @@ which earlier message of the episode it corrects. This module finds the rest in 
 stored facts — the latest statement of the speaker that mentions the wrong value, or the
 name the correction is about ("Biscuit is actually a cat": the statement about Biscuit, and
 in it the pet word that is not "cat") — and hands the update rules the facts to take back
-and their replacements (:func:`zep_core.temporal.plan_corrections`).
+and their replacements (:func:`plan_corrections`).
 
 Only facts of the same user and speaker are looked at, through the user's own lexical
 index: a correction can never reach another user's facts.
@@ -14,16 +14,114 @@ index: a correction can never reach another user's facts.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from .models import Fact
+from .models import Fact, new_id
 from .providers.base import ExtractedCorrection
 from .providers.talk import same_kind_values
 from .stores.records import RecordStore
-from .temporal import STATEMENT, Correction, is_own, normalize_name
+from .temporal import STATEMENT, is_own, mentions, normalize_name
 
-__all__ = ["prepare", "replacement_kinds"]
+__all__ = ["Correction", "plan_corrections", "prepare", "replacement_kinds"]
+
+@dataclass(frozen=True)
+class Correction:
+    """A speaker's correction, as the update rules take it.
+
+    Attributes:
+        speaker: whose statements it corrects (their facts have this subject, or one of
+            the speaker's own, "Maya's team").
+        right: the value meant; None when the statement is only taken back.
+        wrong: the value taken back; None takes back the whole statement (``right`` is None then).
+        messages: the messages corrected; empty: the latest message among the speaker's
+            facts that mentions ``wrong``.
+        source_message_ids: the message that says the correction.
+        episode_id: the episode that says it (the replacements' episode).
+        created_at: when the memory learned it.
+
+    """
+
+    speaker: str
+    right: str | None
+    wrong: str | None
+    messages: tuple[str, ...] = ()
+    source_message_ids: tuple[str, ...] = ()
+    episode_id: str | None = None
+    created_at: datetime | None = None
+
+
+def _spoken_by(fact: Fact, speaker: str) -> bool:
+    return is_own(normalize_name(fact.subject), speaker)
+
+
+def _replaced(text: str, wrong: str, right: str) -> str:
+    """``text`` with ``wrong`` (whole words, any case) put right; a capital stays a capital."""
+    def put(match: re.Match[str]) -> str:
+        found = match.group(0)
+        return right[:1].upper() + right[1:] if found[:1].isupper() and right[:1].islower() else right
+
+    return re.sub(rf"(?<![\w'’]){re.escape(wrong)}(?![\w'’])", put, text, flags=re.IGNORECASE)
+
+
+def _says(fact: Fact, value: str | None) -> bool:
+    """Whether a fact mentions ``value`` (normalized; None: any fact does)."""
+    return value is None or mentions(normalize_name(fact.content), value) or mentions(normalize_name(fact.object),
+                                                                                        value)
+
+
+def plan_corrections(facts: Iterable[Fact], corrections: Sequence[Correction]) -> tuple[dict[str, str | None],
+                                                                                        list[Fact]]:
+    """What corrections take back, and the facts that replace them.
+
+    Each correction finds the corrected message among ``facts`` (the speaker's stored
+    current facts and the episode's proposals): the one it names, else the latest that
+    mentions the wrong value. Of the facts drawn from that message, those that mention
+    the wrong value (all of them, for a statement only taken back) are taken back; each
+    is replaced by the same fact with the right value, said at the same time, citing the
+    correction too.
+
+    Returns:
+        ``{taken-back fact id: its replacement's id, or None}`` and the replacements,
+        to be proposed with the episode's facts (:func:`plan_updates` takes both).
+
+    """
+    facts = list(facts)
+    taken: dict[str, str | None] = {}
+    replacements: list[Fact] = []
+    for fix in corrections:
+        speaker = normalize_name(fix.speaker)
+        pool = [f for f in facts if f.id not in taken and not set(f.source_message_ids) & set(fix.source_message_ids)]
+        spoken = [f for f in pool if _spoken_by(f, speaker)]
+        wrong = normalize_name(fix.wrong) if fix.wrong else None
+        chosen = set(fix.messages)
+        if not chosen and wrong is not None:
+            hits = sorted((f for f in spoken if _says(f, wrong)), key=lambda f: f.valid_from)
+            chosen = set(hits[-1].source_message_ids[:1]) if hits else set()
+        # the corrected message's episodes: there, a fact about someone else is the speaker's word too
+        # ("My son Leo is a doctor": "Leo works as a doctor" is Maya's statement)
+        episodes = {f.episode_id for f in spoken if chosen & set(f.source_message_ids)}
+        if fix.messages:
+            episodes.add(fix.episode_id)
+        for f in pool:
+            if not chosen & set(f.source_message_ids) or not _says(f, wrong):
+                continue
+            if not _spoken_by(f, speaker) and f.episode_id not in episodes:
+                continue
+            new = None
+            if fix.right is not None and fix.wrong is not None:
+                new = replace(f, id=new_id(), object=_replaced(f.object, fix.wrong, fix.right),
+                              content=_replaced(f.content, fix.wrong, fix.right),
+                              source_message_ids=tuple(dict.fromkeys(f.source_message_ids + fix.source_message_ids)),
+                              episode_id=fix.episode_id or f.episode_id, created_at=fix.created_at or f.created_at,
+                              expired_at=None, superseded_by=None,
+                              valid_until=f.valid_until if f.superseded_by is None else None)
+                replacements.append(new)
+            taken[f.id] = new.id if new is not None else None
+    return taken, replacements
+
 
 #: Stored facts looked at per correction (the lexical index's best matches of the wrong value).
 _CANDIDATES = 20

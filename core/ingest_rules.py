@@ -21,6 +21,7 @@ import numpy as np
 
 from . import corrections
 from .config import MemoryConfig
+from .corrections import plan_corrections
 from .errors import NotFoundError, ValidationError
 from .models import Entity, Episode, Fact, IngestResult, Message
 from .outbox import FactChange, OutboxOp
@@ -35,7 +36,6 @@ from .temporal import (
     is_own,
     message_times,
     normalize_name,
-    plan_corrections,
     plan_updates,
 )
 from .tenant import Tenant
@@ -188,8 +188,9 @@ class RuleApplier:
         contradicted = {i for i in extraction.contradicted_fact_ids if i in known_ids}
         mistaken, wrong = self._mistaken(user, extraction, known_ids, proposals, proposed.hearsay, taken)
         taken, extra = {**taken, **mistaken}, [*extra, *wrong]
+        at = min(message_times(episode.messages, now).values())  # a contradicted fact nothing replaces ends then
         plan = self._plan(user, list({s for s, _ in entity_of.values()}), proposals, contradicted, now,
-                          taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at)
+                          taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at, at=at)
         lost = {m for d in plan.discarded for m in d.fact.source_message_ids}
         spare = [q for q in proposed.spare if lost & set(q.source_message_ids)]
         if spare:  # a fact the rules discarded: its quote says it instead, so nothing said is lost
@@ -197,7 +198,7 @@ class RuleApplier:
             fact_vectors = {**fact_vectors, **self._embed([q.content for q in spare if q.content not in fact_vectors])}
             entity_of.update({q.id: (eid(q.subject), None) for q in spare})
             plan = self._plan(user, list({s for s, _ in entity_of.values()}), proposals, contradicted, now,
-                              taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at)
+                              taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at, at=at)
         new_entities = self._new_entities(plan, entity_of, types, resolved, user)
         unembedded = [e.name for e in new_entities.values() if e.name not in entity_vectors]
         if unembedded:  # names stored when the episode was embedded, gone since (the user forgotten and back)
@@ -272,7 +273,7 @@ class RuleApplier:
     def _plan(self, user: str, subjects: list[str], proposals: Sequence[Fact], contradicted: set[str],
               now: datetime, *, taken_back: Mapping[str, str | None] | None = None,
               also: Sequence[Fact] = (), hearsay: Collection[str] = (),
-              said_at: Mapping[str, datetime] | None = None) -> UpdatePlan:
+              said_at: Mapping[str, datetime] | None = None, at: datetime | None = None) -> UpdatePlan:
         """The update rules over the stored facts they can touch, read as they turn out to be needed.
 
         First the facts a proposal can reinforce, end or supersede
@@ -295,10 +296,14 @@ class RuleApplier:
                 normalize_name(f.predicate) in single or counted_thing(normalize_name(f.object)))]
             if rivals:
                 said_at = {**self.records.told_at(user, rivals), **said_at}
+        flagged = [f for f in current if f.id in contradicted]  # their quotes retire with them: read theirs too
+        if flagged:
+            subjects = [*subjects, *self.records.entity_ids_for_aliases(
+                user, list({normalize_name(f.subject) for f in flagged})).values()]
         read: set[str] = set()
         while True:
             plan = plan_updates(current, proposals, single_valued=single, contradicted=contradicted,
-                                taken_back=taken_back, hearsay=hearsay, said_at=said_at, now=now)
+                                taken_back=taken_back, hearsay=hearsay, said_at=said_at, at=at, now=now)
             messages = {m for f in plan.superseded for m in f.source_message_ids} - read
             if not messages:
                 return plan

@@ -28,7 +28,7 @@ The rules (spec ``update Fact { on_conflict }`` and DESIGN.md):
   microsecond apart by position, so a correction later in a conversation is newer
   than what it corrects.
 * A **correction** ("I meant Victoria, not Vancouver") takes back what it corrects
-  (:func:`plan_corrections`): the facts of the corrected statement that mention the wrong
+  (:func:`zep_core.corrections.plan_corrections`): the facts of the corrected statement that mention the wrong
   value never held (``valid_until = valid_from``, :func:`take_back`) and are superseded
   by the same facts with the right value, from the same time. History shows the mistake
   as taken back, never as a past truth.
@@ -42,19 +42,18 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from .models import Discarded, Fact, Message, new_id
+from .models import Discarded, Fact, Message
 
 __all__ = [
     "STATEMENT",
-    "Correction",
     "UpdatePlan",
     "conflicts",
     "counted_thing",
     "fact_key",
     "is_own",
+    "mentions",
     "message_times",
     "normalize_name",
-    "plan_corrections",
     "plan_updates",
     "reinforce",
     "supersede",
@@ -214,41 +213,15 @@ def _companions(facts: Iterable[Fact], retired: Sequence[Fact], new: Fact) -> li
         drawn = {f.id: f for m in quote.source_message_ids
                  for f in canonical.get((normalize_name(quote.subject), m), ())}.values()
         text = normalize_name(quote.object)
-        tied = [f for f in drawn if _mentions(text, normalize_name(f.object))] or list(drawn)
+        tied = [f for f in drawn if mentions(text, normalize_name(f.object))] or list(drawn)
         if any(f.id in ids for f in tied) and not any(f.is_current and f.id not in ids for f in tied):
             out.append(quote)
     return out
 
 
-def _mentions(text: str, value: str) -> bool:
+def mentions(text: str, value: str) -> bool:
     """Whether ``value`` occurs in ``text`` as whole words (both already normalized)."""
     return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
-
-
-@dataclass(frozen=True)
-class Correction:
-    """A speaker's correction, as the update rules take it.
-
-    Attributes:
-        speaker: whose statements it corrects (their facts have this subject, or one of
-            the speaker's own, "Maya's team").
-        right: the value meant; None when the statement is only taken back.
-        wrong: the value taken back; None takes back the whole statement (``right`` is None then).
-        messages: the messages corrected; empty: the latest message among the speaker's
-            facts that mentions ``wrong``.
-        source_message_ids: the message that says the correction.
-        episode_id: the episode that says it (the replacements' episode).
-        created_at: when the memory learned it.
-
-    """
-
-    speaker: str
-    right: str | None
-    wrong: str | None
-    messages: tuple[str, ...] = ()
-    source_message_ids: tuple[str, ...] = ()
-    episode_id: str | None = None
-    created_at: datetime | None = None
 
 
 def is_own(subject: str, speaker: str) -> bool:
@@ -256,74 +229,20 @@ def is_own(subject: str, speaker: str) -> bool:
     return subject == speaker or subject.startswith(f"{speaker}'s ")
 
 
-def _spoken_by(fact: Fact, speaker: str) -> bool:
-    return is_own(normalize_name(fact.subject), speaker)
+def _successor(old: Fact, added: Sequence[Fact]) -> Fact | None:
+    """Of an episode's new facts, the one that replaces ``old``, which the extractor said the episode contradicts.
 
-
-def _replaced(text: str, wrong: str, right: str) -> str:
-    """``text`` with ``wrong`` (whole words, any case) put right; a capital stays a capital."""
-    def put(match: re.Match[str]) -> str:
-        found = match.group(0)
-        return right[:1].upper() + right[1:] if found[:1].isupper() and right[:1].islower() else right
-
-    return re.sub(rf"(?<![\w'’]){re.escape(wrong)}(?![\w'’])", put, text, flags=re.IGNORECASE)
-
-
-def _says(fact: Fact, value: str | None) -> bool:
-    """Whether a fact mentions ``value`` (normalized; None: any fact does)."""
-    return value is None or _mentions(normalize_name(fact.content), value) or _mentions(normalize_name(fact.object),
-                                                                                        value)
-
-
-def plan_corrections(facts: Iterable[Fact], corrections: Sequence[Correction]) -> tuple[dict[str, str | None],
-                                                                                        list[Fact]]:
-    """What corrections take back, and the facts that replace them.
-
-    Each correction finds the corrected message among ``facts`` (the speaker's stored
-    current facts and the episode's proposals): the one it names, else the latest that
-    mentions the wrong value. Of the facts drawn from that message, those that mention
-    the wrong value (all of them, for a statement only taken back) are taken back; each
-    is replaced by the same fact with the right value, said at the same time, citing the
-    correction too.
-
-    Returns:
-        ``{taken-back fact id: its replacement's id, or None}`` and the replacements,
-        to be proposed with the episode's facts (:func:`plan_updates` takes both).
-
+    The one about what ``old`` is about (a subject or object in common, "Ciara's sister"
+    counting as Ciara's), else the episode's only new fact that is not a quote; else none.
     """
-    facts = list(facts)
-    taken: dict[str, str | None] = {}
-    replacements: list[Fact] = []
-    for fix in corrections:
-        speaker = normalize_name(fix.speaker)
-        pool = [f for f in facts if f.id not in taken and not set(f.source_message_ids) & set(fix.source_message_ids)]
-        spoken = [f for f in pool if _spoken_by(f, speaker)]
-        wrong = normalize_name(fix.wrong) if fix.wrong else None
-        chosen = set(fix.messages)
-        if not chosen and wrong is not None:
-            hits = sorted((f for f in spoken if _says(f, wrong)), key=lambda f: f.valid_from)
-            chosen = set(hits[-1].source_message_ids[:1]) if hits else set()
-        # the corrected message's episodes: there, a fact about someone else is the speaker's word too
-        # ("My son Leo is a doctor": "Leo works as a doctor" is Maya's statement)
-        episodes = {f.episode_id for f in spoken if chosen & set(f.source_message_ids)}
-        if fix.messages:
-            episodes.add(fix.episode_id)
-        for f in pool:
-            if not chosen & set(f.source_message_ids) or not _says(f, wrong):
-                continue
-            if not _spoken_by(f, speaker) and f.episode_id not in episodes:
-                continue
-            new = None
-            if fix.right is not None and fix.wrong is not None:
-                new = replace(f, id=new_id(), object=_replaced(f.object, fix.wrong, fix.right),
-                              content=_replaced(f.content, fix.wrong, fix.right),
-                              source_message_ids=tuple(dict.fromkeys(f.source_message_ids + fix.source_message_ids)),
-                              episode_id=fix.episode_id or f.episode_id, created_at=fix.created_at or f.created_at,
-                              expired_at=None, superseded_by=None,
-                              valid_until=f.valid_until if f.superseded_by is None else None)
-                replacements.append(new)
-            taken[f.id] = new.id if new is not None else None
-    return taken, replacements
+    names = {normalize_name(old.subject), normalize_name(old.object)}
+
+    def about(f: Fact) -> bool:
+        own = {normalize_name(f.subject), normalize_name(f.object)}
+        return bool(names & (own | {n.split("'s ", 1)[0] for n in own}))
+
+    canonical = [f for f in added if normalize_name(f.predicate) != STATEMENT]
+    return next((f for f in canonical if about(f)), None) or (canonical[0] if len(canonical) == 1 else None)
 
 
 #: How far before a current fact a later-told change may be dated and still replace it.
@@ -386,6 +305,7 @@ def plan_updates(
     taken_back: Mapping[str, str | None] | None = None,
     hearsay: Collection[str] = (),
     said_at: Mapping[str, datetime] | None = None,
+    at: datetime | None = None,
     now: datetime,
 ) -> UpdatePlan:
     """Apply the update rules to an episode's proposed facts.
@@ -399,7 +319,9 @@ def plan_updates(
         proposed: validated facts from the extractor, with ids and times set (and the
             replacements of :func:`plan_corrections`).
         single_valued: predicates that hold one value at a time.
-        contradicted: ids of known facts the extractor flagged; others are ignored.
+        contradicted: ids of known facts the extractor flagged; others are ignored. Each is
+            retired whatever its subject: by the proposal that conflicts with it, else by
+            the one that names what it is about (:func:`_successor`), else it just ends.
         taken_back: facts (stored or proposed) that corrections take back, each with the
             id of its replacement (:func:`plan_corrections`): they never held, and retire
             nothing.
@@ -411,6 +333,8 @@ def plan_updates(
             time). A fact told after a present-tense rival was told supersedes it even
             when it is dated a little earlier ("I moved to Berlin last week", a week after
             "I live in Paris"; :func:`_told_after`).
+        at: when the episode was said (its first message): a contradicted fact that none of
+            its facts replaces ends then (``now`` when not given).
         now: the ingest time, recorded as ``expired_at`` of superseded facts.
 
     """
@@ -478,6 +402,19 @@ def plan_updates(
         added.append(new.id)
         if new.is_current:
             by_key[key] = new.id
+
+    stood = {d.conflicting_fact_id for d in discarded}  # newer than what contradicted it: the spec keeps it
+    for fid in contradicted:  # the extractor said so, whatever the subjects: what nothing above retired ends now
+        old = state.get(fid)
+        if fid not in stored_ids or fid in taken_back or fid in stood or old is None or not old.is_current:
+            continue
+        by = _successor(old, [state[i] for i in added if state[i].is_current and i not in hearsay])
+        closed = supersede(old, by, now, said_at.get(by.id)) if by is not None else replace(
+            old, valid_until=max(at or now, old.valid_from), expired_at=now)
+        for gone in (closed, *(end(q, closed, now) for q in _companions(state.values(), [old], by or closed))):
+            state[gone.id] = gone
+            touched[gone.id] = "superseded"
+            by_key.pop(fact_key(gone), None)
 
     for fid, fact in list(state.items()):  # what a taken-back fact had superseded, its replacement supersedes
         if fact.superseded_by in taken_back and taken_back[fact.superseded_by] and fid not in taken_back:

@@ -164,7 +164,7 @@ class PgFactRows(PgLexicalRows):
         (``restated``, by predicate and ``object_key``) and the flagged ``ids``: each a seek of
         ``facts_rule_keys`` or ``facts_key``.
         """
-        if not subject_ids:
+        if not subject_ids and not ids:
             return []
         wanted = sorted({p.casefold() for p in rivals} - {STATEMENT})
         keys: dict[str, set[str]] = {}
@@ -181,7 +181,8 @@ class PgFactRows(PgLexicalRows):
             parts.append((f"{head} AND lower(predicate) = %s{exact} AND object_key = ANY(%s)",
                           [tenant, subjects, predicate, sorted(objects)]))
         if ids:
-            parts.append((f"{head} AND id = ANY(%s)", [tenant, subjects, list(ids)]))
+            parts.append((f"SELECT {_ORDERED_FACTS} FROM facts WHERE user_id = %s AND id = ANY(%s) AND {_CURRENT}",
+                          [tenant, list(ids)]))  # flagged by the extractor: whatever their subjects
         if not parts:
             return []
         rows = self._rows(tenant, " UNION ALL ".join(f"({q})" for q, _ in parts), [p for _, ps in parts for p in ps])

@@ -191,7 +191,7 @@ class FactRows(Connection):
         (``restated``: ``(predicate, object)`` pairs, matched by predicate and ``object_key``
         as the rules compare them: "I live in London!" is "i live in london" said again, and
         "I no longer like jazz" ends "likes jazz") and ``ids`` (facts an extractor flagged as
-        contradicted). Nothing else can be touched: a fact of a predicate that holds many
+        contradicted, whatever their subjects). Nothing else can be touched: a fact of a predicate that holds many
         values conflicts with no other value. So a speaker's hundreds of other facts stay
         unread, and ingestion does not slow down as a user's memory grows: the read seeks
         ``facts_rule_keys`` (subject, predicate and object key of the current facts) and the
@@ -199,8 +199,9 @@ class FactRows(Connection):
         :meth:`facts_from_messages`.
         """
         user_id = key(tenant)
-        if not subject_ids:
+        if not subject_ids and not ids:
             return []
+        subject_ids = subject_ids or [""]  # (no subject: only the flagged ids are read)
         wanted = sorted({p.casefold() for p in rivals} - {STATEMENT})  # compared as the rules compare them
         keys: dict[str, set[str]] = {}
         for predicate, obj in restated:
@@ -222,8 +223,8 @@ class FactRows(Connection):
                           [user_id, *subject_ids, predicate, *sorted(objects)]))
         if ids:
             parts.append((f"SELECT {_ORDERED_FACTS} FROM facts INDEXED BY facts_key WHERE user_id = ? "
-                          f"AND id IN ({','.join('?' * len(ids))}) AND +subject_id IN ({marks}) "
-                          "AND valid_until IS NULL AND superseded_by IS NULL", [user_id, *ids, *subject_ids]))
+                          f"AND id IN ({','.join('?' * len(ids))}) "
+                          "AND valid_until IS NULL AND superseded_by IS NULL", [user_id, *ids]))
         if not parts:
             return []
         rows = self._rows(" UNION ALL ".join(q for q, _ in parts), [p for _, ps in parts for p in ps])
