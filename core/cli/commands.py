@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from .. import ConfigError, NotFoundError, ValidationError, ZepMemoryError
 from ..errors import install_hint
-from .options import emit, open_memory, user_of
+from .options import api_keys, emit, open_memory, user_of
 from .upkeep import cmd_doctor, cmd_forget, cmd_maintain, cmd_rebuild, cmd_stats
 
 __all__ = [
@@ -291,17 +291,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401  (run_server imports it; missing, it is this one-line error)
 
-        from ..server.app import DEFAULT_MAX_BODY_BYTES, is_loopback, run_server
-        from ..server.keys import KeyRing
+        from ..server.app import DEFAULT_MAX_BODY_BYTES, run_server
+        from ..server.listening import refuse_without_keys
     except ModuleNotFoundError as exc:
         raise ConfigError(f"zep-memory serve needs {exc.name}, which is not installed: "
                           f"{install_hint('server')}") from None
 
-    keys = KeyRing.from_file(args.keys) if args.keys else KeyRing.from_env()
-    if keys is None and not is_loopback(args.host):
-        raise ConfigError(f"refusing to listen on {args.host} without API keys: anyone who can reach it could read "
-                          "and write every user's memory; give --keys FILE (or set ZEP_MEMORY_API_KEYS or "
-                          "ZEP_MEMORY_KEYS_FILE), or listen on 127.0.0.1")
+    keys = api_keys(args)
+    refuse_without_keys(args.host, keys)
     if not 0 <= args.port <= 65535:
         raise ValidationError(f"--port must be in 0..65535, got {args.port}")
     limit = DEFAULT_MAX_BODY_BYTES if args.max_body_bytes is None else args.max_body_bytes
