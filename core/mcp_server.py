@@ -1,7 +1,8 @@
 """An MCP server over one user's memory: ``zep-memory mcp``, on the official ``mcp`` SDK (extra ``[mcp]``).
 
 An MCP host (Claude Desktop, an IDE, any agent speaking the Model Context Protocol)
-starts it over stdio, or reaches it over streamable HTTP, and gets these tools:
+starts it over stdio, or reaches it over streamable HTTP with an API key
+(:mod:`zep_core.mcp_http`), and gets these tools:
 
 * ``search_memory(query, limit=5, as_of=None)`` — the user's facts that are true now
   (or were true at ``as_of``), most relevant first, with the date each became true;

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from .. import ConfigError, NotFoundError, ValidationError, ZepMemoryError
 from ..errors import install_hint
-from .options import emit, open_memory, user_of
+from .options import api_keys, emit, open_memory, user_of
 from .upkeep import cmd_doctor, cmd_forget, cmd_maintain, cmd_rebuild, cmd_stats
 
 __all__ = [
@@ -291,17 +291,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401  (run_server imports it; missing, it is this one-line error)
 
-        from ..server.app import DEFAULT_MAX_BODY_BYTES, is_loopback, run_server
-        from ..server.keys import KeyRing
+        from ..server.app import DEFAULT_MAX_BODY_BYTES, run_server
+        from ..server.listening import refuse_without_keys
     except ModuleNotFoundError as exc:
         raise ConfigError(f"zep-memory serve needs {exc.name}, which is not installed: "
                           f"{install_hint('server')}") from None
 
-    keys = KeyRing.from_file(args.keys) if args.keys else KeyRing.from_env()
-    if keys is None and not is_loopback(args.host):
-        raise ConfigError(f"refusing to listen on {args.host} without API keys: anyone who can reach it could read "
-                          "and write every user's memory; give --keys FILE (or set ZEP_MEMORY_API_KEYS or "
-                          "ZEP_MEMORY_KEYS_FILE), or listen on 127.0.0.1")
+    keys = api_keys(args)
+    refuse_without_keys(args.host, keys)
     if not 0 <= args.port <= 65535:
         raise ValidationError(f"--port must be in 0..65535, got {args.port}")
     limit = DEFAULT_MAX_BODY_BYTES if args.max_body_bytes is None else args.max_body_bytes
@@ -327,7 +324,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve one user's memory to an MCP host over stdio or streamable HTTP (:mod:`zep_core.mcp_server`).
 
     On a data folder (``--data``) or on the memory service (``--url``, key in
-    ``ZEP_MEMORY_API_KEY``). Over stdio, stdout carries only the protocol.
+    ``ZEP_MEMORY_API_KEY``). Over stdio, stdout carries only the protocol, and no key is
+    asked (the host that starts the server is its only client). Over HTTP every request
+    needs one of the API keys ``serve`` takes (:mod:`zep_core.mcp_http`): on a
+    non-loopback ``--host``, and in ``--url`` mode on any, the server will not start
+    without them. The keys and the host are checked before the memory is opened.
     """
     from ..mcp_server import create_mcp_server
 
@@ -337,6 +338,19 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise ValidationError("give --data DIR or --url URL, not both")
     if not 0 <= args.port <= 65535:
         raise ValidationError(f"--port must be in 0..65535, got {args.port}")
+    keys = None
+    if args.transport == "streamable-http":
+        from ..mcp_http import check_listener, run_mcp_http
+
+        keys = api_keys(args)
+        check_listener(keys, user_id=args.user, host=args.host, keys_required=bool(args.url))
+    elif args.keys:
+        raise ValidationError("--keys is for --transport streamable-http: over stdio the host that starts this "
+                              "server is its only client, and needs no key")
+
+    def listening(url: str) -> None:
+        who = f"{len(keys)} API keys" if keys else "no API keys: any local client may use it (loopback only)"
+        print(f"zep-memory: MCP for user {args.user!r} at {url} ({who})", file=sys.stderr, flush=True)
 
     def serve(memory: Any) -> None:
         server = create_mcp_server(memory, user_id=args.user, user_name=args.user_name,
@@ -344,9 +358,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         if args.transport == "stdio":
             server.run("stdio")
         else:
-            print(f"zep-memory: MCP for user {args.user!r} at http://{args.host}:{args.port}/mcp", file=sys.stderr,
-                  flush=True)
-            server.run("streamable-http", host=args.host, port=args.port)
+            run_mcp_http(server, keys, user_id=args.user, host=args.host, port=args.port,
+                         keys_required=bool(args.url), on_listening=listening)
 
     if args.url:
         from ..mcp_server import Unavailable

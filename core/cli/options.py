@@ -14,11 +14,14 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import ConfigError, Memory, MemoryConfig, NotFoundError
 
-__all__ = ["config_from", "emit", "load_config", "open_memory", "user_of"]
+if TYPE_CHECKING:
+    from ..server.keys import KeyRing
+
+__all__ = ["api_keys", "config_from", "emit", "load_config", "open_memory", "user_of"]
 
 
 def config_from(args: argparse.Namespace) -> MemoryConfig:
@@ -40,6 +43,18 @@ def config_from(args: argparse.Namespace) -> MemoryConfig:
     if database_url:  # an environment variable keeps a password out of the process list
         changes["database_url"] = database_url
     return config.with_(**changes) if changes else config
+
+
+def api_keys(args: argparse.Namespace) -> KeyRing | None:
+    """A listening command's API keys: ``--keys FILE``, else ``ZEP_MEMORY_API_KEYS`` or ``ZEP_MEMORY_KEYS_FILE``.
+
+    Raises:
+        ConfigError: the file or the variable does not hold a valid key list, or both variables are set.
+
+    """
+    from ..server.keys import KeyRing
+
+    return KeyRing.from_file(args.keys) if args.keys else KeyRing.from_env()
 
 
 def load_config(ref: str) -> MemoryConfig:

@@ -260,18 +260,28 @@ COMMANDS: tuple[Command, ...] = (
         "Run a Model Context Protocol server whose tools search and grow one user's memory:\n"
         "search_memory, entity_history, related_entities, add_conversation, and forget with\n"
         "--allow-forget. Every tool is scoped to --user; no tool takes a user id. It works on a\n"
-        "data folder (--data) or on the memory service (--url, its key in ZEP_MEMORY_API_KEY).\n"
+        "data folder (--data) or on the memory service (--url, its key in ZEP_MEMORY_API_KEY).\n\n"
+        "Over stdio the host that starts it is its only client: no key. Over streamable HTTP every\n"
+        "request must send 'Authorization: Bearer <key>' with one of the API keys `serve` takes\n"
+        "(--keys FILE, ZEP_MEMORY_API_KEYS or ZEP_MEMORY_KEYS_FILE; same format), bound to --user\n"
+        "or admin: no key or an unknown one is 401, another user's key 403. Without keys it listens\n"
+        "on loopback only; with --url it needs keys even there (else any local process would use\n"
+        "the service key it holds).\n"
         "Needs the mcp extra: pip install 'zep-memory[mcp]' (in a clone: pip install -e '.[mcp]').\n"
         "Host configuration: docs/mcp.md.",
         "  zep-memory mcp --data ./data --user alice --user-name Alice\n"
-        "  zep-memory mcp --data ./data --user alice --transport streamable-http --port 8766\n"
+        "  ZEP_MEMORY_KEYS_FILE=keys.json zep-memory mcp --data ./data --user alice \\\n"
+        "      --transport streamable-http --port 8766\n"
         "  ZEP_MEMORY_API_KEY=... zep-memory mcp --url http://127.0.0.1:8765 --user alice",
         args=(arg("--user-name", metavar="NAME", default=None, help="who 'I' is in the user's messages and searches"),
               arg("--url", metavar="URL", default=None, help="a zep-memory serve URL instead of --data"),
               arg("--transport", default="stdio", choices=("stdio", "streamable-http"),
                   help="stdio (default: what desktop hosts start) or streamable-http"),
               arg("--host", default="127.0.0.1", help="streamable-http: the address (default 127.0.0.1)"),
-              arg("--port", type=int, default=8766, help="streamable-http: the port (default 8766)"),
+              arg("--port", type=int, default=8766,
+                  help="streamable-http: the port (default 8766; 0 picks a free one)"),
+              arg("--keys", metavar="FILE", default=None,
+                  help="streamable-http: the API keys file (the format of `serve`); each request sends one"),
               arg("--allow-forget", action="store_true", help="register the forget tool (deletes the user)"))),
 )
 

@@ -39,8 +39,8 @@ draws them):
 The server is built in parts, and its public names are re-exported here: :mod:`.statuses` (the one table of
 error statuses), :mod:`.auth` (keys and scopes), :mod:`.verbs` (the verb table),
 :mod:`.dispatch` (running a verb), :mod:`.error_answers` (errors as they leave),
-:mod:`.asgi` (the body limit and the verbs' fast path), :mod:`.factory` (the app) and
-:mod:`.running` (listening, signals).
+:mod:`.asgi` (the body limit and the verbs' fast path), :mod:`.factory` (the app),
+:mod:`.running` (the server's run) and :mod:`.listening` (where it may listen, signals).
 
 Example:
     >>> app = create_app(memory, KeyRing.from_file("keys.json"))          # doctest: +SKIP

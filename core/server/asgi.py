@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fastapi.security.utils import get_authorization_scheme_param
 from pydantic import ValidationError as ShapeError
 
+from .auth import bearer
 from .dispatch import Serve
 from .error_answers import error_response, malformed, refusal
 from .keys import Principal
@@ -71,15 +71,6 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-def _bearer(scope: Mapping[str, Any]) -> str | None:
-    """The key of an ``Authorization: Bearer <key>`` header, as FastAPI's ``HTTPBearer`` reads it; else None."""
-    for name, value in scope.get("headers") or ():
-        if name == b"authorization":
-            scheme, key = get_authorization_scheme_param(value.decode("latin-1"))
-            return key if scheme.lower() == "bearer" and key else None
-    return None
-
-
 def _says_json(scope: Mapping[str, Any]) -> bool:
     """Whether the request says its body is JSON, or says nothing (what FastAPI reads as JSON)."""
     for name, value in scope.get("headers") or ():
@@ -130,7 +121,7 @@ class VerbRouter:
             chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
         try:
-            principal = self.authenticate(_bearer(scope))
+            principal = self.authenticate(bearer(scope.get("headers") or ()))
             body = verb.request.model_validate_json(b"".join(chunks))
             response = await self.serve(verb, principal, body)
         except ShapeError as exc:

@@ -9,7 +9,7 @@ user whose request names none is for the key's user when the key is bound to one
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Protocol
 
 from ..errors import PermissionDeniedError, ValidationError
@@ -17,7 +17,7 @@ from . import wire
 from .keys import OPEN, KeyRing, Principal
 from .statuses import Unauthenticated
 
-__all__ = ["Scope", "authenticator", "authorize", "episode_scope", "episodes_users", "named_user", "one_user",
+__all__ = ["Scope", "authenticator", "bearer", "authorize", "episode_scope", "episodes_users", "named_user", "one_user",
            "user_or_all", "whole_store"]
 
 
@@ -32,26 +32,40 @@ class Scope(NamedTuple):
     admin: bool = False
 
 
-def authenticator(keys: KeyRing | None) -> Callable[[str | None], Principal]:
+def authenticator(keys: KeyRing | None, *, how: str = "RemoteMemory(url, api_key=...)",
+                  server: str = "this server") -> Callable[[str | None], Principal]:
     """``principal_of(key)``: whom a request's bearer key (None: no key) stands for under ``keys``.
 
     ``keys=None`` lets every request use every user (:data:`~zep_core.server.keys.OPEN`).
     The function raises :class:`~zep_core.server.statuses.Unauthenticated` (401) for no
-    key, or one the server does not know.
+    key, or one the server does not know. ``how`` (where a client sets the key) and
+    ``server`` (what the server is) are for the message.
     """
 
     def principal_of(key: str | None) -> Principal:
         if keys is None:
             return OPEN
         if key is None:
-            raise Unauthenticated("this server needs an API key: send 'Authorization: Bearer <key>' "
-                                  "(RemoteMemory(url, api_key=...))")
+            raise Unauthenticated(f"{server} needs an API key: send 'Authorization: Bearer <key>' ({how})")
         principal = keys.authenticate(key)
         if principal is None:
             raise Unauthenticated("unknown API key: the server does not accept it; check the key")
         return principal
 
     return principal_of
+
+
+def bearer(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The key of an ``Authorization: Bearer <key>`` header among raw ASGI ``headers``; None without one.
+
+    Read as FastAPI's ``HTTPBearer`` reads it: the scheme in any case, the key stripped.
+    """
+    for name, value in headers:
+        if name == b"authorization":
+            scheme, _, key = value.decode("latin-1").partition(" ")
+            key = key.strip()
+            return key if scheme.lower() == "bearer" and key else None
+    return None
 
 
 def _short(value: Any) -> str:

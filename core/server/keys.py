@@ -143,6 +143,10 @@ class KeyRing:
                 found = key.principal
         return found
 
+    def serves(self, user_id: str) -> bool:
+        """Whether some key of the ring may read and write ``user_id`` (one bound to it, or an admin key)."""
+        return any(key.principal.may(user_id) for key in self._keys)
+
     @classmethod
     def from_data(cls, data: Any, source: str = "the keys") -> KeyRing:
         """A ring from decoded JSON: ``{"keys": [{"key": …, "users": […]} | {"key": …, "admin": true}]}``.

@@ -145,42 +145,17 @@ def test_zep_memory_mcp_refuses_to_start_without_a_user(tmp_path):
     assert not (tmp_path / "data").exists()
 
 
-def test_zep_memory_mcp_over_streamable_http(tmp_path):
-    """The real command on a loopback port, reached by the SDK's streamable-HTTP client."""
-    import socket
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
+def test_zep_memory_mcp_over_streamable_http_without_keys_on_loopback(tmp_path):
+    """The real command on a loopback port with no keys (as `serve` allows there), reached by the SDK's client."""
+    from tests.mcp.conftest import McpServing, ask, environment
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    exe = Path(sys.executable).with_name("zep-memory")
-    proc = subprocess.Popen([str(exe), "mcp", "--data", str(tmp_path / "data"), "--user", "alice", "--user-name",
-                             "Alice", "--transport", "streamable-http", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-                time.sleep(0.2)
-
-        async def run():
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-                await client.call_tool("add_conversation", {"messages": turns(SESSION_1), "session_id": "s1"})
-                await client.call_tool("add_conversation", {"messages": turns(SESSION_2), "session_id": "s2"})
-                return (await client.call_tool("search_memory", {"query": "Where do I live?"})).content[0].text
-
-        text = asyncio.run(run())
-        assert "Alice lives in Berlin." in text and "Paris" not in text
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+    with McpServing("--data", str(tmp_path / "data"), "--user", "alice", "--user-name", "Alice",
+                    env=environment()) as server:
+        *_, text = ask(server.url, None, ("add_conversation", {"messages": turns(SESSION_1), "session_id": "s1"}),
+                       ("add_conversation", {"messages": turns(SESSION_2), "session_id": "s2"}),
+                       ("search_memory", {"query": "Where do I live?"}))
+        assert "no API keys: any local client may use it (loopback only)" in "".join(server.err)
+    assert "Alice lives in Berlin." in text and "Paris" not in text
 
 
 @pytest.mark.parametrize(("key", "says"), [("not-a-key-0123456789abcdef", "API key"), (None, "API key"),
