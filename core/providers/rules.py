@@ -53,6 +53,7 @@ from ..temporal import is_own
 from .base import ExtractedCorrection, ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
 from .extractive import speaker_of, split_sentences, summarize_messages
 from .lexicon import FILLER_WORDS, WORD_RE
+from .phrase_finder import PhraseFinder
 from .sentences import Said, normalize, sentence_facts
 from .talk import corrections, is_echo, is_reaction, is_small_talk, same_kind_values, without_context_block
 
@@ -298,9 +299,10 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = ()) -> Iterat
     yield from canonical
     if not kept:
         return
+    covered = _covered_words(canonical)
     for quote in _quotes(_SPACE_RE.sub(" ", " ".join(kept)).strip(), canonical):
         if is_informative(quote):
-            yield _statement(quote, said, covered=not _says_more(quote, canonical))
+            yield _statement(quote, said, covered=not _says_more(quote, covered))
 
 
 #: Where a sentence starts a new clause with its own subject: "…, and I work at Initech".
@@ -321,10 +323,10 @@ def _quotes(flat: str, canonical: Sequence[ExtractedFact]) -> list[str]:
     values = [v for v in dict.fromkeys(f.object.casefold() for f in canonical) if v]
     if len(values) < 2:
         return [flat]
+    finder = PhraseFinder(values)  # one pass per clause, however many values: a regex per value was quadratic
 
     def states(clause: str) -> bool:
-        lowered = clause.casefold()
-        return any(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", lowered) for v in values)
+        return finder.in_text(clause.casefold())
 
     clauses = [c.strip() for sentence in split_sentences(flat) for c in _NEW_CLAUSE_RE.split(sentence) if c.strip()]
     groups: list[list[str]] = []
@@ -358,18 +360,29 @@ _SAYS_NOTHING = frozenset(
     dropped fell doubled tripled expanded increased decreased went reached hit consists made lead leads manage
     manages supervise run people members big news guess what fun fact quick update btw way""".split())
 _QUOTE_WORD = re.compile(r"[A-Za-zÀ-ÿ0-9][\w'’-]*")
+_YEAR = re.compile(r"(?:19|20)\d\d")
 
 
-def _says_more(quote: str, canonical: Sequence[ExtractedFact]) -> bool:
-    """Whether a quote holds a word its canonical facts (and plain function words) do not (rule 7)."""
+def _covered_words(canonical: Sequence[ExtractedFact]) -> frozenset[str] | None:
+    """The words a quote may hold and say nothing more than ``canonical`` (None: there are no facts).
+
+    Read once per message, not once per quote: a long message has thousands of each.
+    """
     if not canonical:
-        return True
+        return None
     covered = set(_SAYS_NOTHING)
     for fact in canonical:
         covered.update(w.lower() for w in _QUOTE_WORD.findall(f"{fact.content} {fact.object} {fact.subject}"))
+    return frozenset(covered)
+
+
+def _says_more(quote: str, covered: frozenset[str] | None) -> bool:
+    """Whether a quote holds a word outside ``covered`` (:func:`_covered_words`) (rule 7)."""
+    if covered is None:
+        return True
     for word in _QUOTE_WORD.findall(quote.replace("’", "'")):
         lowered = word.lower()
-        if lowered not in covered and lowered.rstrip("s") not in covered and not re.fullmatch(r"(?:19|20)\d\d", word):
+        if lowered not in covered and lowered.rstrip("s") not in covered and not _YEAR.fullmatch(word):
             return True
     return False
 
