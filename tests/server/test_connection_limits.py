@@ -11,7 +11,7 @@ import pytest
 from zep_core import Message, StoreUnavailableError
 from zep_core.server import RemoteMemory
 
-from tests.server.test_cli_serve import Serving
+from tests.server.test_cli_serve import Serving, serve_once
 
 FAST = ("--head-timeout", "1", "--body-timeout", "1", "--keep-alive-timeout", "1")
 
@@ -110,3 +110,14 @@ def test_past_the_connection_cap_a_client_is_told_to_retry_and_is_served_once_id
                 assert client.users() == []
     finally:
         assert server.stop() == 0, "".join(server.err)
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("--head-timeout", "0", "--head-timeout must be a positive number of seconds, got 0.0"),
+    ("--body-timeout", "nan", "--body-timeout must be a positive number of seconds"),
+    ("--max-connections", "-1", "--max-connections must be a positive whole number, got -1"),
+])
+def test_a_limit_that_is_not_positive_is_refused_before_the_folder_is_opened(tmp_path, option, value, says):
+    done = serve_once("--data", str(tmp_path / "data"), option, value)
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and says in done.stderr, done.stderr
+    assert not (tmp_path / "data").exists()
