@@ -182,12 +182,12 @@ def _self_corrected(text: str) -> tuple[str, list[str]]:
     corrections is read in time linear in its length.
     """
     sentences = split_sentences(text)
-    if len(sentences) < 2 or not any(corrections(x) for x in sentences[1:]):
-        return text, [x for x in sentences if corrections(x)]
+    said = [(x, corrections(x)) for x in sentences]  # read once: a long message has more sentences than the cache
+    if len(sentences) < 2 or not any(cues for _, cues in said[1:]):
+        return text, [x for x, cues in said if cues]
     out = Earlier()
     pending: list[str] = []
-    for sentence in sentences:
-        cues = corrections(sentence)
+    for sentence, cues in said:
         if not cues:
             out.add(sentence)
             continue
