@@ -36,12 +36,12 @@ The rules (spec ``update Fact { on_conflict }`` and DESIGN.md):
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from .conflicts import Rivals, conflicts, counted_thing, fact_key, normalize_name
 from .models import Discarded, Fact, Message
 
 __all__ = [
@@ -59,61 +59,6 @@ __all__ = [
     "supersede",
     "take_back",
 ]
-
-_SPACES = re.compile(r"\s+")
-_EDGE_PUNCT = ".,;:!?\"'`()[]{} "
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def normalize_name(text: str) -> str:
-    """Casefold, collapse whitespace and trim punctuation: the key names are compared by.
-
-    Pure and called for every name of every candidate fact the update rules compare,
-    so its results are cached.
-    """
-    return _SPACES.sub(" ", text.casefold()).strip(_EDGE_PUNCT)
-
-
-def fact_key(fact: Fact) -> tuple[str, str, str]:
-    """The identity of a statement: normalized subject, predicate and object."""
-    return normalize_name(fact.subject), normalize_name(fact.predicate), normalize_name(fact.object)
-
-
-def conflicts(old: Fact, new: Fact, *, single_valued: Collection[str], contradicted: Collection[str] = ()) -> bool:
-    """Whether ``new`` contradicts the current fact ``old``.
-
-    Args:
-        old: a current fact already stored.
-        new: a proposed fact.
-        single_valued: predicates that hold one value at a time.
-        contradicted: ids of known facts the extractor said this episode contradicts.
-
-    """
-    if not old.is_current or new.valid_until is not None or old.user_id != new.user_id:
-        return False
-    old_s, old_p, old_o = fact_key(old)
-    new_s, new_p, new_o = fact_key(new)
-    if old_s != new_s or (old_p, old_o) == (new_p, new_o):
-        return False
-    if old.id in contradicted:
-        return True
-    thing = counted_thing(old_o)
-    if old_p == new_p and old_p not in single_valued and thing and thing == counted_thing(new_o):
-        return True  # "has 2 kids", then "has 3 kids": a count of one thing holds one value at a time
-    return old_p == new_p and old_p in single_valued
-
-
-_COUNT = re.compile(r"^\d+(?:[.,]\d+)?\s+(?P<noun>\D.*)$")
-
-
-def counted_thing(obj: str) -> str | None:
-    """The thing counted in an object such as "3 kids" (singular, normalized), else None."""
-    match = _COUNT.match(obj)
-    if match is None:
-        return None
-    noun = match["noun"].strip()
-    return noun[:-3] + "y" if noun.endswith("ies") else noun[:-1] if noun.endswith("s") else noun
-
 
 def supersede(old: Fact, new: Fact, now: datetime, told: datetime | None = None) -> Fact:
     """Close ``old`` because ``new`` replaced it (spec: valid_until, superseded_by).
@@ -341,6 +286,9 @@ def plan_updates(
     taken_back = taken_back or {}
     said_at = said_at or {}
     state: dict[str, Fact] = {f.id: f for f in current}
+    rivals_of = Rivals(single_valued, contradicted)  # compare a proposal with what it could conflict with only
+    for fact in state.values():
+        rivals_of.hold(fact)
     stored_ids = set(state)
     touched: dict[str, str] = {}
     for fid, replacement in taken_back.items():
@@ -354,13 +302,15 @@ def plan_updates(
     for new in sorted(proposed, key=lambda f: f.valid_from):
         if new.id in taken_back:  # said in this episode and corrected in it: stored as taken back
             state[new.id] = take_back(new, taken_back[new.id], now)
+            rivals_of.hold(state[new.id])
             added.append(new.id)
             continue
         key = fact_key(new)
         same = by_key.get(key)
         if new.id in hearsay:
-            rival = next((old for old in state.values() if old.is_current and (
-                old.id == same or conflicts(old, new, single_valued=single_valued, contradicted=()))), None)
+            rival = next((old for old in rivals_of.candidates(new, state, also=(same,) if same else (), named=False)
+                          if old.is_current and (old.id == same or conflicts(old, new, single_valued=single_valued,
+                                                                              contradicted=()))), None)
             if rival is not None:
                 discarded.append(Discarded(new, f"only the assistant said it, and '{rival.content}' stands: "
                                                 "the assistant's words do not restate or retire a fact", rival.id))
@@ -379,7 +329,7 @@ def plan_updates(
                 by_key.pop(fact_key(closed), None)
             continue
         # (an end stated before the current fact began is an earlier stint: stored below, in history)
-        rivals = [old for old in state.values()
+        rivals = [old for old in rivals_of.candidates(new, state)
                   if conflicts(old, new, single_valued=single_valued, contradicted=contradicted)]
         told = said_at.get(new.id)
         blocker = next((old for old in rivals if not new.valid_from > old.valid_from
@@ -399,6 +349,7 @@ def plan_updates(
             touched[old.id] = "superseded"
             by_key.pop(fact_key(old), None)
         state[new.id] = new
+        rivals_of.hold(new)
         added.append(new.id)
         if new.is_current:
             by_key[key] = new.id

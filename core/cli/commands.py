@@ -291,7 +291,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401  (run_server imports it; missing, it is this one-line error)
 
-        from ..server.app import DEFAULT_MAX_BODY_BYTES, run_server
+        from ..server.app import DEFAULT_MAX_BODY_BYTES, ServerLimits, StopDeadline, run_server
         from ..server.listening import refuse_without_keys
     except ModuleNotFoundError as exc:
         raise ConfigError(f"zep-memory serve needs {exc.name}, which is not installed: "
@@ -304,6 +304,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     limit = DEFAULT_MAX_BODY_BYTES if args.max_body_bytes is None else args.max_body_bytes
     if limit < 1:
         raise ValidationError(f"--max-body-bytes must be >= 1, got {limit}")
+    limits = ServerLimits(head_timeout=args.head_timeout, body_timeout=args.body_timeout,
+                          keep_alive_timeout=args.keep_alive_timeout, max_connections=args.max_connections,
+                          shutdown_timeout=args.shutdown_timeout, close_timeout=args.close_timeout)
 
     def listening(url: str) -> None:
         who = f"{len(keys)} API keys" if keys else "no API keys: every request may use every user (loopback only)"
@@ -314,9 +317,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             where = public_url(memory.config.database_url)
         print(f"zep-memory: serving {where} at {url} ({who}); docs at {url}/docs", file=sys.stderr, flush=True)
 
-    with open_memory(args, create=True, end_left_sessions=True) as memory:
-        run_server(memory, keys, host=args.host, port=args.port, max_body_bytes=limit, log_level=args.log_level,
-                   access_log=args.access_log, on_listening=listening)
+    deadline = StopDeadline(limits.stop_s)  # from SIGTERM to exit, the memory's close included
+    try:
+        with open_memory(args, create=True, end_left_sessions=True) as memory:
+            run_server(memory, keys, host=args.host, port=args.port, max_body_bytes=limit, log_level=args.log_level,
+                       access_log=args.access_log, limits=limits, on_listening=listening, on_stopping=deadline.start)
+    finally:
+        deadline.cancel()
     return 0
 
 

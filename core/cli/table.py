@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
+from ..server.limits import DEFAULT_LIMITS
 from .commands import (
     cmd_context,
     cmd_cypher,
@@ -242,9 +243,11 @@ COMMANDS: tuple[Command, ...] = (
         "            {\"key\": \"<secret>\", \"admin\": true}]}\n"
         "A key may read and write only its users; an admin key any user, and maintain/stats of all.\n"
         "Without keys every request may use every user, so the server then listens on loopback\n"
-        "only and refuses any other --host. SIGTERM or Ctrl-C stops it cleanly (requests in flight\n"
-        "finish, the memory is closed). Needs the server extra: pip install 'zep-memory[server]' (in a clone:\n"
-        "pip install -e '.[server]').",
+        "only and refuses any other --host. SIGTERM or Ctrl-C stops it cleanly: requests in flight get\n"
+        "--shutdown-timeout seconds to finish, then the memory is closed; the process exits within\n"
+        "--shutdown-timeout + --close-timeout seconds (40 by default). Connections that stall are closed\n"
+        "(--head-timeout, --body-timeout, --keep-alive-timeout). Needs the server extra:\n"
+        "pip install 'zep-memory[server]' (in a clone: pip install -e '.[server]').",
         "  zep-memory serve --data ./data\n"
         "  ZEP_MEMORY_KEYS_FILE=/etc/zep/keys.json zep-memory serve --data /srv/memory --host 0.0.0.0",
         args=(arg("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)"),
@@ -252,6 +255,23 @@ COMMANDS: tuple[Command, ...] = (
               arg("--keys", metavar="FILE", default=None, help="the API keys file (JSON, see above)"),
               arg("--max-body-bytes", metavar="N", type=int, default=None,
                   help="refuse request bodies over N bytes with 413 (default 16 MiB)"),
+              arg("--head-timeout", metavar="S", type=float, default=DEFAULT_LIMITS.head_timeout,
+                  help="close a connection that has not sent a whole request head within S seconds, from its "
+                       f"opening or the next request's first byte (default {DEFAULT_LIMITS.head_timeout:g})"),
+              arg("--body-timeout", metavar="S", type=float, default=DEFAULT_LIMITS.body_timeout,
+                  help="close a connection whose request body is not whole S seconds after its head "
+                       f"(default {DEFAULT_LIMITS.body_timeout:g})"),
+              arg("--keep-alive-timeout", metavar="S", type=float, default=DEFAULT_LIMITS.keep_alive_timeout,
+                  help=f"close a connection idle S seconds between requests (default "
+                       f"{DEFAULT_LIMITS.keep_alive_timeout:g})"),
+              arg("--max-connections", metavar="N", type=int, default=DEFAULT_LIMITS.max_connections,
+                  help=f"answer 503 to connections past N open at once (default {DEFAULT_LIMITS.max_connections})"),
+              arg("--shutdown-timeout", metavar="S", type=float, default=DEFAULT_LIMITS.shutdown_timeout,
+                  help=f"on SIGTERM, give requests in flight S seconds to finish (default "
+                       f"{DEFAULT_LIMITS.shutdown_timeout:g})"),
+              arg("--close-timeout", metavar="S", type=float, default=DEFAULT_LIMITS.close_timeout,
+                  help="then give closing the memory S seconds; past both the process exits at once, with "
+                       f"status 1 (default {DEFAULT_LIMITS.close_timeout:g})"),
               arg("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
                   help="the server's log level (default info)"),
               arg("--access-log", action="store_true", help="log every request"))),

@@ -175,7 +175,8 @@ def _list_items(clause: str) -> list[str]:
 def _first_clause(rest: str) -> str:
     """Cut at the first punctuation or boundary word that is not a list joiner."""
     words: list[str] = []
-    for token in WORD_RE.findall(rest):
+    for found in WORD_RE.finditer(rest):  # lazily: the clause ends long before a long sentence does
+        token = found.group()
         lower = token.lower()
         if token == ",":
             words.append(",")

@@ -51,10 +51,12 @@ from dataclasses import replace
 from ..models import Message
 from ..temporal import is_own
 from .base import ExtractedCorrection, ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
+from .earlier import Earlier, Heard, mentions
 from .extractive import speaker_of, split_sentences, summarize_messages
 from .lexicon import FILLER_WORDS, WORD_RE
+from .phrase_finder import PhraseFinder
 from .sentences import Said, normalize, sentence_facts
-from .talk import corrections, is_echo, is_reaction, is_small_talk, same_kind_values, without_context_block
+from .talk import corrections, is_echo, is_reaction, is_small_talk, without_context_block
 
 __all__ = ["RuleExtractor", "is_informative"]
 
@@ -121,7 +123,7 @@ class RuleExtractor:
         """
         facts: dict[tuple[str, str, str], ExtractedFact] = {}
         speakers: list[str] = []
-        heard: list[tuple[Message, Said]] = []
+        heard = Heard()
         users = frozenset(speaker_of(m, context.default_speaker).split()[0].lower()
                           for m in messages if m.role == "user" and speaker_of(m, context.default_speaker).split())
         fixes: list[ExtractedCorrection] = []
@@ -140,11 +142,11 @@ class RuleExtractor:
                 found, loose = _corrections(message, said, heard, pending)
                 fixes += found
                 words.update(w.lower() for w in _QUOTE_WORD.findall(message.content.replace("’", "'")))
-            heard.append((message, said))
+            heard.add(message, said)
             for fact in _message_facts(text, said, loose if not said.assistant else ()):
                 _merge(facts, fact)
         summary = summarize_messages(
-            [m for m, _ in heard],
+            [m for m, _ in heard.messages],
             self.summary_sentences,
             self.summary_chars,
             default_speaker=context.default_speaker,
@@ -175,31 +177,37 @@ def _self_corrected(text: str) -> tuple[str, list[str]]:
     "I'm flying to Rome on Friday. No sorry, Milan.": the message is read as "I'm
     flying to Milan on Friday." — Rome was never said as a statement of its own. A
     correction that finds nothing earlier in its message is left for the messages
-    before it (:func:`_corrections`).
+    before it (:func:`_corrections`). The sentences before a correction are indexed
+    (:class:`~zep_core.providers.earlier.Earlier`), so a long message of many
+    corrections is read in time linear in its length.
     """
     sentences = split_sentences(text)
-    if len(sentences) < 2 or not any(corrections(x) for x in sentences[1:]):
-        return text, [x for x in sentences if corrections(x)]
-    out: list[str] = []
+    said = [(x, corrections(x)) for x in sentences]  # read once: a long message has more sentences than the cache
+    if len(sentences) < 2 or not any(cues for _, cues in said[1:]):
+        return text, [x for x, cues in said if cues]
+    out = Earlier()
     pending: list[str] = []
-    for sentence in sentences:
-        cues = corrections(sentence)
+    for sentence, cues in said:
         if not cues:
-            out.append(sentence)
+            out.add(sentence)
             continue
-        cue = cues[0]
-        for i in range(len(out) - 1, -1, -1) if cue.right is not None else ():
-            wrong = cue.wrong or next(iter(same_kind_values(out[i], cue.right)[-1:]), None)
-            if wrong is not None and _mentions(out[i], wrong):
-                out[i] = re.sub(rf"(?<![\w'’]){re.escape(wrong)}(?![\w'’])", cue.right, out[i], flags=re.IGNORECASE)
-                break
+        cue, found = cues[0], None
+        if cue.right is not None and cue.wrong:
+            at = out.latest_mentioning(cue.wrong)
+            found = (at, cue.wrong) if at is not None else None
+        elif cue.right is not None:
+            found = out.latest_with_value(cue.right, mentioned=True)
+        if found is not None:
+            at, wrong = found
+            out.replace(at, re.sub(rf"(?<![\w'’]){re.escape(wrong)}(?![\w'’])", cue.right, out.texts[at],
+                                   flags=re.IGNORECASE))
         else:
-            out.append(sentence)
+            out.add(sentence)
             pending.append(sentence)
-    return " ".join(out), pending
+    return " ".join(out.texts), pending
 
 
-def _corrections(message: Message, said: Said, earlier: Sequence[tuple[Message, Said]],
+def _corrections(message: Message, said: Said, heard: Heard,
                  sentences: Sequence[str]) -> tuple[list[ExtractedCorrection], list[str]]:
     """The corrections a user message makes (rule 4 of :mod:`~zep_core.providers.talk`), resolved in the episode.
 
@@ -209,55 +217,37 @@ def _corrections(message: Message, said: Said, earlier: Sequence[tuple[Message, 
     talk). When none of this episode's messages is it, the core looks among the
     speaker's stored facts for the wrong value, or for the name the correction is about.
     """
-    own = [(m, s) for m, s in earlier if s.speaker == said.speaker and not s.assistant]
+    own = heard.own(said.speaker)
     out: list[ExtractedCorrection] = []
     loose: list[str] = []
     for sentence in sentences:
         for cue in corrections(sentence):
             wrong, target = cue.wrong, None
-            for m, _ in reversed(own):
-                text = m.content
-                if cue.right is None:
-                    if not all(is_small_talk(x) for x in split_sentences(text)):
-                        target = m
-                elif wrong is not None:
-                    target = m if _mentions(text, wrong) else None
-                else:
-                    scope = text if cue.about is None or _mentions(text, cue.about) else ""
-                    found = same_kind_values(scope, cue.right)
-                    if found:
-                        wrong, target = found[-1], m
-                if target is not None:
-                    break
+            if cue.right is None:
+                target = own.latest_stating()
+            elif wrong is not None:
+                at = own.texts.latest_mentioning(wrong)
+                target = own.said[at] if at is not None else None
+            else:
+                about = cue.about
+                found = own.texts.latest_with_value(
+                    cue.right, where=None if about is None else lambda i, a=about: mentions(own.texts.texts[i], a))
+                if found is not None:
+                    target, wrong = own.said[found[0]], found[1]
             if target is None and wrong is None and cue.about is None:
                 loose.append(sentence)  # nothing here to correct, nothing to look for: read as said
                 continue
+            position, corrected = target if target is not None else (None, None)
             out.append(ExtractedCorrection(
                 speaker=said.speaker, right=cue.right, wrong=wrong, about=None if wrong else cue.about,
-                in_messages=(target.id,) if target is not None and target.id else (), source_message_ids=said.ids))
-            if target is not None and wrong is not None:
-                out += _replies_to(target, wrong, earlier, said.ids)
+                in_messages=(corrected.id,) if corrected is not None and corrected.id else (),
+                source_message_ids=said.ids))
+            if position is not None and wrong is not None:
+                # the assistant's replies that repeat the wrong value answered a mistake: taken back with it
+                out += [ExtractedCorrection(speaker=s.speaker, right=None, wrong=wrong, in_messages=(m.id,),
+                                            source_message_ids=said.ids)
+                        for m, s in heard.replies_after(position, wrong) if m.id]
     return out, loose
-
-
-def _replies_to(target: Message, wrong: str, earlier: Sequence[tuple[Message, Said]],
-                source: tuple[str, ...]) -> list[ExtractedCorrection]:
-    """The assistant's replies to a corrected message that repeat its wrong value ("Bern is lovely").
-
-    They answered a mistake: what they say of the wrong value is taken back with it.
-    """
-    after = False
-    out = []
-    for m, s in earlier:
-        after = after or m is target
-        if after and s.assistant and m.id and _mentions(m.content, wrong):
-            out.append(ExtractedCorrection(speaker=s.speaker, right=None, wrong=wrong, in_messages=(m.id,),
-                                           source_message_ids=source))
-    return out
-
-
-def _mentions(text: str, value: str) -> bool:
-    return re.search(rf"(?<![\w'’]){re.escape(value)}(?![\w'’])", text, re.IGNORECASE) is not None
 
 
 def _merge(facts: dict[tuple[str, str, str], ExtractedFact], fact: ExtractedFact) -> None:
@@ -298,9 +288,10 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = ()) -> Iterat
     yield from canonical
     if not kept:
         return
+    covered = _covered_words(canonical)
     for quote in _quotes(_SPACE_RE.sub(" ", " ".join(kept)).strip(), canonical):
         if is_informative(quote):
-            yield _statement(quote, said, covered=not _says_more(quote, canonical))
+            yield _statement(quote, said, covered=not _says_more(quote, covered))
 
 
 #: Where a sentence starts a new clause with its own subject: "…, and I work at Initech".
@@ -321,10 +312,10 @@ def _quotes(flat: str, canonical: Sequence[ExtractedFact]) -> list[str]:
     values = [v for v in dict.fromkeys(f.object.casefold() for f in canonical) if v]
     if len(values) < 2:
         return [flat]
+    finder = PhraseFinder(values)  # one pass per clause, however many values: a regex per value was quadratic
 
     def states(clause: str) -> bool:
-        lowered = clause.casefold()
-        return any(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", lowered) for v in values)
+        return finder.in_text(clause.casefold())
 
     clauses = [c.strip() for sentence in split_sentences(flat) for c in _NEW_CLAUSE_RE.split(sentence) if c.strip()]
     groups: list[list[str]] = []
@@ -358,18 +349,29 @@ _SAYS_NOTHING = frozenset(
     dropped fell doubled tripled expanded increased decreased went reached hit consists made lead leads manage
     manages supervise run people members big news guess what fun fact quick update btw way""".split())
 _QUOTE_WORD = re.compile(r"[A-Za-zÀ-ÿ0-9][\w'’-]*")
+_YEAR = re.compile(r"(?:19|20)\d\d")
 
 
-def _says_more(quote: str, canonical: Sequence[ExtractedFact]) -> bool:
-    """Whether a quote holds a word its canonical facts (and plain function words) do not (rule 7)."""
+def _covered_words(canonical: Sequence[ExtractedFact]) -> frozenset[str] | None:
+    """The words a quote may hold and say nothing more than ``canonical`` (None: there are no facts).
+
+    Read once per message, not once per quote: a long message has thousands of each.
+    """
     if not canonical:
-        return True
+        return None
     covered = set(_SAYS_NOTHING)
     for fact in canonical:
         covered.update(w.lower() for w in _QUOTE_WORD.findall(f"{fact.content} {fact.object} {fact.subject}"))
+    return frozenset(covered)
+
+
+def _says_more(quote: str, covered: frozenset[str] | None) -> bool:
+    """Whether a quote holds a word outside ``covered`` (:func:`_covered_words`) (rule 7)."""
+    if covered is None:
+        return True
     for word in _QUOTE_WORD.findall(quote.replace("’", "'")):
         lowered = word.lower()
-        if lowered not in covered and lowered.rstrip("s") not in covered and not re.fullmatch(r"(?:19|20)\d\d", word):
+        if lowered not in covered and lowered.rstrip("s") not in covered and not _YEAR.fullmatch(word):
             return True
     return False
 

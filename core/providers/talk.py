@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from .lexicon import NUMBER_WORDS, PETS, PROFESSIONS
 
 __all__ = ["Cue", "corrections", "is_echo", "is_reaction", "is_small_talk", "kind_of", "same_kind_values",
-           "without_context_block"]
+           "values_of_kind", "without_context_block"]
 
 # --- 1. small talk -------------------------------------------------------------------
 
@@ -373,7 +373,17 @@ def same_kind_values(text: str, right: str) -> list[str]:
     For a name, a capitalized word that does not start the sentence; for a pet or a
     profession, a word of that vocabulary; for a number, a number.
     """
-    kind = kind_of(right)
+    return [v for v in values_of_kind(text, kind_of(right)) if v.lower() != right.lower()]
+
+
+def values_of_kind(text: str, kind: str) -> list[str]:
+    """The values of ``kind`` (:func:`kind_of`) in ``text``, in order: :func:`same_kind_values` keeping ``right``.
+
+    Example:
+        >>> values_of_kind("I have 2 cats and three dogs", "number")
+        ['2', 'three']
+
+    """
     out: list[str] = []
     if kind == "name":
         for match in re.finditer(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)", text.strip()):
@@ -387,4 +397,4 @@ def same_kind_values(text: str, right: str) -> list[str]:
             lowered = word.lower()
             if (vocabulary is not None and lowered in vocabulary) or (vocabulary is None and _PROFESSION.match(word)):
                 out.append(word)
-    return [v for v in out if v.lower() != right.lower() and v != "I" and v.lower() not in _CALENDAR]
+    return [v for v in out if v != "I" and v.lower() not in _CALENDAR]

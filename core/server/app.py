@@ -40,7 +40,9 @@ The server is built in parts, and its public names are re-exported here: :mod:`.
 error statuses), :mod:`.auth` (keys and scopes), :mod:`.verbs` (the verb table),
 :mod:`.dispatch` (running a verb), :mod:`.error_answers` (errors as they leave),
 :mod:`.asgi` (the body limit and the verbs' fast path), :mod:`.factory` (the app),
-:mod:`.running` (the server's run) and :mod:`.listening` (where it may listen, signals).
+:mod:`.running` (the server's run), :mod:`.listening` (where it may listen, signals),
+:mod:`.connections` (the deadlines and cap on connections) and :mod:`.limits` (their settings,
+and the stop's deadline).
 
 Example:
     >>> app = create_app(memory, KeyRing.from_file("keys.json"))          # doctest: +SKIP
@@ -53,8 +55,10 @@ from .auth import Scope, authorize
 from .dispatch import INLINE_MS, Serve
 from .error_answers import error_response
 from .factory import DEFAULT_MAX_BODY_BYTES, create_app
+from .limits import DEFAULT_LIMITS, ServerLimits, StopDeadline
 from .running import is_loopback, run_server
 from .verbs import VERBS, Verb
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "INLINE_MS", "VERBS", "BodyLimit", "Scope", "Serve", "Verb", "VerbRouter",
-           "authorize", "create_app", "error_response", "is_loopback", "run_server"]
+__all__ = ["DEFAULT_LIMITS", "DEFAULT_MAX_BODY_BYTES", "INLINE_MS", "VERBS", "BodyLimit", "Scope", "Serve",
+           "ServerLimits", "StopDeadline", "Verb", "VerbRouter", "authorize", "create_app", "error_response",
+           "is_loopback", "run_server"]

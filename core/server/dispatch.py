@@ -17,12 +17,14 @@ from typing import Any
 import orjson
 from fastapi.responses import Response
 
+from ..errors import StoreUnavailableError
 from ..memory import Memory
 from .auth import authorize, named_user
+from .error_answers import refusal
 from .keys import Principal
 from .verbs import Verb
 
-__all__ = ["INLINE_MS", "Serve", "serving"]
+__all__ = ["INLINE_MS", "STOPPING", "Serve", "serving"]
 
 #: ``serve(verb, principal, body)``: a verb request, checked and answered (:func:`serving`).
 Serve = Callable[[Verb, Principal, Any], Awaitable[Response]]
@@ -50,6 +52,12 @@ def _encode(answer: Any) -> bytes:
     except TypeError:  # an integer over 64 bits (Cypher): json writes it; anything else json refuses too
         return json.dumps(answer, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
 
+
+#: The answer to a verb still running when the server's shutdown grace is over (it goes on in its thread until the
+#: process exits; a write it had not committed is not stored).
+STOPPING = ("the server is stopping and this request ran past its --shutdown-timeout: it was cut short, and what "
+            "it had not finished is not stored; send it again once the server is back (with the same episode_id, "
+            "conversation_end is safe to send again)")
 
 #: A quick read runs on the event loop only while its calls typically take at most this long: a
 #: request that arrives meanwhile waits that long. A query embedded by a remote API takes 100 ms or
@@ -93,6 +101,11 @@ def serving(memory: Memory, workers: Executor) -> Serve:
         in_flight += 1
         try:
             return await asyncio.get_running_loop().run_in_executor(workers, timed, verb, body, principal)
+        except asyncio.CancelledError:  # uvicorn's shutdown grace is over: answer, rather than a bare 500
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            return refusal(StoreUnavailableError, STOPPING)
         finally:
             in_flight -= 1
 

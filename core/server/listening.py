@@ -11,17 +11,22 @@ what they opened. Nothing here imports FastAPI (the ``mcp`` extra has none).
 from __future__ import annotations
 
 import ipaddress
+import logging
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from .keys import KeyRing
+    from .limits import ServerLimits
 
-__all__ = ["is_loopback", "listen", "refuse_without_keys", "serve_until_stopped", "url_of"]
+__all__ = ["is_loopback", "listen", "raise_open_files_limit", "refuse_without_keys", "serve_until_stopped", "url_of"]
+
+log = logging.getLogger("zep_core.server")
 
 
 def is_loopback(host: str) -> bool:
@@ -105,22 +110,85 @@ def _exit_cleanly(signum: int, frame: Any) -> None:
     raise SystemExit(0)
 
 
+#: Open files kept for the stores (SQLite, Chroma, Kùzu, the model) beyond the connections.
+FILES_FOR_STORES = 256
+
+
+def raise_open_files_limit(max_connections: int) -> int:
+    """Raise this process's open-files limit to the hard limit; return how many connections it leaves room for.
+
+    systemd starts services with a soft limit of 1,024 open files, and every connection
+    holds one: raised to the hard limit (524,288 under systemd), idle sockets cannot use up
+    the files the stores need. Where the hard limit is low, fewer connections are served.
+    """
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return max_connections
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else max(soft, max_connections + FILES_FOR_STORES)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the open-files limit from %d to %d: %s", soft, wanted, exc)
+    room = max_connections if soft == resource.RLIM_INFINITY else min(max_connections, soft - FILES_FOR_STORES)
+    if room < max_connections:
+        room = max(room, 16)
+        log.warning("the open-files limit is %d: serving at most %d connections at once instead of %d; raise it "
+                    "(LimitNOFILE= under systemd, ulimit -n) for more", soft, room, max_connections)
+    return room
+
+
 def serve_until_stopped(app: Any, sock: socket.socket, *, log_level: str = "info", access_log: bool = False,
-                        lifespan: str = "off", graceful_s: float = 30) -> None:
+                        lifespan: str = "off", graceful_s: float = 30, limits: ServerLimits | None = None,
+                        on_stopping: Callable[[], None] | None = None) -> None:
     """Serve the ASGI ``app`` on ``sock`` under uvicorn until SIGTERM or SIGINT.
 
     On SIGTERM uvicorn stops taking connections, waits up to ``graceful_s`` for the requests
     in flight, and this raises ``SystemExit(0)`` (SIGINT: ``KeyboardInterrupt``), so the
     caller's ``with`` blocks close what they opened. The caller closes ``sock``.
+
+    Args:
+        app: the ASGI app.
+        sock: the listening socket (:func:`listen`).
+        log_level: uvicorn's log level.
+        access_log: log every request.
+        lifespan: uvicorn's lifespan mode.
+        graceful_s: how long the requests in flight get at a stop, without ``limits``.
+        limits: deadlines on each connection's head and body, the keep-alive timeout, the cap on
+            open connections and the stop's grace (:mod:`.connections`, :mod:`.limits`; it needs
+            the ``server`` extra).
+        on_stopping: called at the first SIGTERM or SIGINT, as the server starts to stop.
+
     """
     import uvicorn
 
-    config = uvicorn.Config(app, log_level=log_level, access_log=access_log, lifespan=lifespan,
-                            timeout_graceful_shutdown=graceful_s, server_header=False)
+    options: dict[str, Any] = {"timeout_graceful_shutdown": graceful_s}
+    if limits is not None:
+        from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+        from .connections import bounded_protocol
+
+        options = {"timeout_graceful_shutdown": limits.shutdown_timeout,
+                   "timeout_keep_alive": limits.keep_alive_timeout,
+                   "http": bounded_protocol(AutoHTTPProtocol, head_timeout=limits.head_timeout,
+                                            body_timeout=limits.body_timeout,
+                                            max_connections=raise_open_files_limit(limits.max_connections))}
+    config = uvicorn.Config(app, log_level=log_level, access_log=access_log, lifespan=lifespan, server_header=False,
+                            **options)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if not self.should_exit and on_stopping is not None:
+                on_stopping()
+            super().handle_exit(sig, frame)
+
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _exit_cleanly) if main else None  # uvicorn re-raises it after
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        Server(config).run(sockets=[sock])
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 
+from zep_core.conflicts import Rivals
 from zep_core.models import Fact
 from zep_core.temporal import conflicts, plan_updates
 
@@ -45,3 +47,26 @@ def test_discard_when_any_rival_is_newer_and_nothing_half_applied():
     new = fact("rock", 2022, "likes")
     plan = plan_updates([a, b], [new], single_valued=SINGLE, contradicted={b.id}, now=NOW)
     assert plan.added == () and plan.superseded == () and len(plan.discarded) == 1
+
+
+def test_a_proposal_is_compared_only_with_the_facts_it_could_conflict_with():
+    paris, jazz, kids = fact("Paris", 2020), fact("jazz", 2020, "likes"), fact("2 kids", 2020, "has")
+    rome, named = fact("Rome", 2019, subject="Bob"), fact("tea", 2020, "likes")
+    rivals = Rivals(SINGLE, contradicted={named.id})
+    held = {f.id: f for f in (paris, jazz, kids, rome, named)}
+    for f in held.values():
+        rivals.hold(f)
+    assert rivals.candidates(fact("Berlin", 2021), held) == [paris, named]
+    assert rivals.candidates(fact("3 kids", 2021, "has"), held, named=False) == [kids]
+    assert rivals.candidates(fact("rock", 2021, "likes"), held, named=False) == []
+    held[paris.id] = replace(paris, valid_until=NOW)  # ended: never a rival again
+    assert rivals.candidates(fact("Berlin", 2021), held, named=False) == []
+
+
+def test_an_episode_of_many_facts_plans_as_it_would_fact_by_fact():
+    moves = [fact(f"City{i}", 2000 + i % 20, valid_until=None) for i in range(400)]
+    likes = [fact(f"thing{i}", 2020, "likes") for i in range(400)]
+    plan = plan_updates([], moves + likes, single_valued=SINGLE, now=NOW)
+    assert [f.object for f in plan.added if f.predicate == "lives_in" and f.is_current] == ["City19"]
+    assert sum(f.predicate == "likes" for f in plan.added) == 400
+    assert len(plan.discarded) == 380  # the moves dated no later than one already held

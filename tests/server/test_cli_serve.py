@@ -26,9 +26,9 @@ SERVE = [sys.executable, "-m", "zep_core.cli", "serve"]
 class Serving:
     """A `zep-memory serve` process; its stderr is read as it comes, so the pipe never fills."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None, preexec_fn=None) -> None:
         self.proc = subprocess.Popen([*SERVE, "--port", "0", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     text=True, env={**os.environ, **(env or {})})
+                                     text=True, env={**os.environ, **(env or {})}, preexec_fn=preexec_fn)
         self.lines: queue.Queue[str] = queue.Queue()
         self.err: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()

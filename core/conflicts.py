@@ -1,0 +1,126 @@
+"""Which facts of one user contradict each other, and the index that finds them fast.
+
+:func:`conflicts` is the spec's test of two facts: same subject, and either the same
+single-valued predicate or a count of the same thing with another value, or a fact the
+extractor said is contradicted. :class:`Rivals` keeps an update plan's facts by what
+they could conflict with, so that :func:`~zep_core.temporal.plan_updates` asks
+:func:`conflicts` of those only, not of every fact it holds.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Collection, Mapping
+
+from .models import Fact
+
+__all__ = ["Rivals", "conflicts", "counted_thing", "fact_key", "normalize_name"]
+
+_SPACES = re.compile(r"\s+")
+_EDGE_PUNCT = ".,;:!?\"'`()[]{} "
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def normalize_name(text: str) -> str:
+    """Casefold, collapse whitespace and trim punctuation: the key names are compared by.
+
+    Pure and called for every name of every candidate fact the update rules compare,
+    so its results are cached.
+    """
+    return _SPACES.sub(" ", text.casefold()).strip(_EDGE_PUNCT)
+
+
+def fact_key(fact: Fact) -> tuple[str, str, str]:
+    """The identity of a statement: normalized subject, predicate and object."""
+    return normalize_name(fact.subject), normalize_name(fact.predicate), normalize_name(fact.object)
+
+
+def conflicts(old: Fact, new: Fact, *, single_valued: Collection[str], contradicted: Collection[str] = ()) -> bool:
+    """Whether ``new`` contradicts the current fact ``old``.
+
+    Args:
+        old: a current fact already stored.
+        new: a proposed fact.
+        single_valued: predicates that hold one value at a time.
+        contradicted: ids of known facts the extractor said this episode contradicts.
+
+    """
+    if not old.is_current or new.valid_until is not None or old.user_id != new.user_id:
+        return False
+    old_s, old_p, old_o = fact_key(old)
+    new_s, new_p, new_o = fact_key(new)
+    if old_s != new_s or (old_p, old_o) == (new_p, new_o):
+        return False
+    if old.id in contradicted:
+        return True
+    thing = counted_thing(old_o)
+    if old_p == new_p and old_p not in single_valued and thing and thing == counted_thing(new_o):
+        return True  # "has 2 kids", then "has 3 kids": a count of one thing holds one value at a time
+    return old_p == new_p and old_p in single_valued
+
+
+_COUNT = re.compile(r"^\d+(?:[.,]\d+)?\s+(?P<noun>\D.*)$")
+
+
+def counted_thing(obj: str) -> str | None:
+    """The thing counted in an object such as "3 kids" (singular, normalized), else None."""
+    match = _COUNT.match(obj)
+    if match is None:
+        return None
+    noun = match["noun"].strip()
+    return noun[:-3] + "y" if noun.endswith("ies") else noun[:-1] if noun.endswith("s") else noun
+
+
+class Rivals:
+    """An update plan's facts, by the facts they could conflict with (:func:`conflicts`).
+
+    ``conflicts(old, new)`` holds only where ``old`` has ``new``'s subject and predicate
+    — any value when the predicate is single-valued, a count of the same thing
+    otherwise — or is one of the ``contradicted``. So a proposed fact is compared with
+    that bucket and those facts only: an episode of 1,000 facts was compared with every
+    fact held, 500,000 times. A fact that is no longer current is never a rival again
+    (nothing in a plan makes it current), so it leaves its bucket when next met.
+    """
+
+    def __init__(self, single_valued: Collection[str], contradicted: Collection[str] = ()) -> None:
+        """Empty; ``single_valued`` and ``contradicted`` as :func:`conflicts` takes them."""
+        self._single, self._contradicted = single_valued, frozenset(contradicted)
+        self._order: dict[str, int] = {}
+        self._buckets: dict[tuple[str, ...], list[str]] = {}
+        self._named: list[str] = []
+
+    def _bucket(self, fact: Fact) -> tuple[str, ...] | None:
+        subject, predicate, obj = fact_key(fact)
+        if predicate in self._single:
+            return subject, predicate
+        thing = counted_thing(obj)
+        return (subject, predicate, thing) if thing else None
+
+    def hold(self, fact: Fact) -> None:
+        """``fact`` joined the plan (after those held before it)."""
+        if fact.id in self._order:
+            return
+        self._order[fact.id] = len(self._order)
+        key = self._bucket(fact)
+        if key is not None:
+            self._buckets.setdefault(key, []).append(fact.id)
+        if fact.id in self._contradicted:
+            self._named.append(fact.id)
+
+    def candidates(self, new: Fact, held: Mapping[str, Fact], *, also: Collection[str] = (),
+                   named: bool = True) -> list[Fact]:
+        """The held facts that could conflict with ``new`` (and those of ``also``), in the order they were held.
+
+        Args:
+            new: the proposed fact.
+            held: every fact of the plan by id, as it stands now.
+            also: ids to add, if held.
+            named: add the ``contradicted`` facts (``conflicts(..., contradicted=())`` needs none).
+
+        """
+        key = self._bucket(new)
+        bucket = self._buckets.get(key, []) if key is not None else []
+        bucket[:] = [i for i in bucket if held[i].is_current]
+        ids = {*bucket, *(self._named if named else ()), *(i for i in also if i in held)}
+        return [held[i] for i in sorted(ids, key=self._order.__getitem__)]
