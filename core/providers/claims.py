@@ -1,0 +1,307 @@
+"""Reading what a user's sentence does: a claim about an attribute, or talk that claims nothing.
+
+People say far more than they claim. A sentence of a user's message is one of:
+
+* **small talk** — greetings, thanks, the weather, how one feels today ("tired lol, long
+  week", "it's SO hot today"): never a fact, never quoted;
+* **a joke or a hypothetical** — "I'm moving to Mars next week jk", "if I won the lottery I'd
+  buy a cabin": not quoted either; what follows "jk", "for real", "realistically" is read;
+* **an ask** — a question or a request ("any tips for…", "can you help me…"): quoted (what
+  people mention while asking is memory too) but never a claim that retires anything;
+* **a claim** — everything else: a statement about one of the speaker's attributes
+  (:mod:`zep_core.attributes`), read by meaning (the embedder, against each attribute's
+  examples) when the words leave it open, with the cue it carries: a **change** or an **end**
+  ("switched to", "got rid of", "passed away", "no longer") or a **correction** ("it's actually",
+  "I meant", "not the 3rd"), and the **names** it mentions (the words that say which thing:
+  "corolla", "Biscuit"), through which a change or an end finds what it replaces.
+
+The words are rules, each with its examples; the meaning is the embedder the memory already
+loaded (no other model). :class:`ClaimReader` reads a message's sentences in one embedder call.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..attributes import ATTRIBUTES, Attribute
+from .lexicon import FILLER_WORDS
+from .talk import SMALL_TALK_WORDS, is_small_talk
+
+__all__ = ["ASK", "CLAIM", "DROP", "ClaimReader", "Reading", "cue_of", "names_of", "split_talk"]
+
+CLAIM, ASK, DROP = "claim", "ask", "drop"
+
+# --- jokes and hypotheticals --------------------------------------------------------------
+
+#: What comes after it is what the speaker means; what came before was not meant ("… jk. for real …").
+_UNSAID = re.compile(
+    r"(?i)(?<![\w'])(?:j/?k|just\s+kidding|(?:i'?m\s+)?kidding|lol\s+not\s+really|not\s+really|haha\s+no|"
+    r"jokes?\s+aside|but\s+(?:for\s+real|seriously|realistically)|for\s+real\s+(?:tho(?:ugh)?|though)?|"
+    r"realistically(?:\s+tho(?:ugh)?)?|(?:ok\s+|okay\s+)?real\s+answer(?:\s+is)?|in\s+reality)(?![\w'])")
+#: A sentence that only imagines: "if I won…", "hypothetically…", "I would've…", "what if…".
+_HYPOTHETICAL = re.compile(
+    r"(?i)(?<![\w'])(?:hypothetically|what\s+if|imagine|in\s+theory|suppose|if\s+(?:i|we)\s+(?:ever\s+)?"
+    r"(?:won|win|had|get|got|took|take|were|was|moved|move|could|did)|i\s+would(?:'ve|\s+have)|i'?d\s+have|"
+    r"if\s+my\s+\w+\s+(?:allowed|let)|(?:i|we)\s+could\s+(?:buy|move|get))(?![\w'])")
+#: Hyperbole flagged as such: "basically a professional chef 😂", "literally dying 🙄".
+_HYPERBOLE = re.compile(r"(?i)\b(?:basically|literally)\b.*(?:😂|🤣|😏|🙄|😜|🙃)")
+
+# --- asks ---------------------------------------------------------------------------------
+
+_ASK = re.compile(
+    r"(?i)^(?:(?:ok|okay|so|also|and|anyway|hey|hi|pls|please|btw|ugh|hm+|oh)[\s,!]+)*(?:can|could|would|will)\s+"
+    r"(?:you|u)\b|^(?:(?:ok|okay|so|also|and|anyway)[\s,]+)*(?:help\s+me|give\s+me|tell\s+me|show\s+me|make\s+me|"
+    r"write\s+me|recommend|suggest|any\s+(?:tips|ideas|recs|recommendations|advice|suggestions)|"
+    r"what(?:'s|\s+is|\s+are)\s+(?:a\s+)?(?:good|the\s+best|some)|how\s+(?:do|can|should|would)\s+(?:i|we)|"
+    r"need\s+(?:a|some|help|ideas|recs)|looking\s+for|ideas\s+for|tips\s+for)\b")
+
+# --- cues ---------------------------------------------------------------------------------
+
+#: It says something replaced, changed or ended: "switched to", "got rid of", "passed away", "no longer".
+_CHANGE = re.compile(
+    r"(?i)(?<![\w'])(?:switch(?:ed|ing)?|chang(?:ed|ing)|replac(?:ed|ing)|instead|upgrad(?:ed|ing)|"
+    r"traded(?:\s+it)?\s+in|got\s+rid\s+of|sold|gave\s+(?:away|up)|returned|no\s+longer|not\s+\w+\s+any\s?more|"
+    r"any\s?more|passed(?:\s+away)?|died|put\s+(?:\w+\s+)?down|rehom(?:ed|ing)|stole|stolen|lost\s+(?:my|our|the)|"
+    r"broke\s+up|divorc(?:ed|e\s+was\s+finali[sz]ed)|split\s+up|separated|quit|left\s+(?:my|the|our)|retired|"
+    r"graduated|finished|fully\s+over|recovered|cancel+ed|called\s+off|closed|pulled|pushed|postponed|"
+    r"rescheduled|moved|relocated|new\s+(?:job|boss|place|car|phone|apartment|house|home|city)|"
+    r"now|these\s+days|update|plot\s+twist|turns\s+out|officially|finally|went\s+(?:w|with)|"
+    r"ended|stopped|raised|dropped|down\s+to|up\s+to|over\s+it|got\s+my|passed\s+my)(?![\w'])")
+#: It says something said before was wrong: "it's actually", "I meant", "not the 3rd", "I mixed them up".
+_CORRECTION = re.compile(
+    r"(?i)(?<![\w'])(?:actually|i\s+meant|i\s+mean|meant\s+to\s+say|i\s+said\s+\S+|i\s+told\s+you|"
+    r"(?:wrong|incorrect)\s+(?:date|number|name|day|year|info)|gave\s+you\s+the\s+wrong|correction|correct\s+"
+    r"(?:something|that|myself)|mix(?:ed)?\s+(?:them|it|that|those)\s+up|double[\s-]checked|typo|brain\s+glitch|"
+    r"small\s+correction|not\s+the\s+\w+|my\s+bad|oops|wait\s+no|scratch\s+that)(?![\w'])")
+
+
+def cue_of(sentence: str) -> str | None:
+    """``"correction"``, ``"change"`` or None: what the sentence says of what was said before.
+
+    Example:
+        >>> cue_of("it's actually stripe lol"), cue_of("finally got rid of the corolla"), cue_of("I like tea")
+        ('correction', 'change', None)
+
+    """
+    if _CORRECTION.search(sentence):
+        return "correction"
+    if _CHANGE.search(sentence):
+        return "change"
+    return None
+
+
+# --- names --------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[^\W\d_][\w'’-]*[\w]|[^\W\d_]", re.UNICODE)
+#: Words that name nothing in particular: function words, chat words, and the verbs and nouns of
+#: every topic (a "car" or a "job" is any car or job: the name that says which one is what counts).
+COMMON_WORDS = frozenset("""
+a about above after again against ago all almost already also although always am among an and another any
+anybody anyone anything anyway anyways anywhere are aren't around as at away back be because been before
+being below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't done
+down during each either else enough even ever every everybody everyone everything few for from further get
+gets getting got gotta gonna had hadn't has hasn't have haven't having he he's her here hers herself him
+himself his how however i i'd i'll i'm i've if in into is isn't it it's its itself just kinda kind least
+less let let's like likely made make makes making many may maybe me might mine more most much must my
+myself need needs never new next no nor not nothing now of off often oh ok okay old on once one only or
+other others otherwise our ours ourselves out over own per perhaps please pls pretty quite rather really
+right same say says said see seems seen shall she she's should shouldn't since so some somebody someone
+something sometimes somewhat soon still such sure than that that's the their theirs them themselves then
+there there's these they they're thing things think this those though thought through thru to too toward
+tho u ur under until up upon us use used very via want wanted wants was wasn't way we we're we've well
+went were weren't what what's whatever when where whether which while who who's whole whom whose why will
+with within without won't would wouldn't yeah yes yet you you'd you'll you're you've your yours yourself
+also actually basically literally honestly totally seriously super so lol lmao haha omg ugh hmm idk imo
+tbh ngl btw fyi thx ty rn tmrw bc cuz ppl yep yup nope nah wow yay hey hi hello thanks thank bye cool nice
+great good bad best better worse worst big small little lot lots bit first last second third same different
+year years month months week weeks day days today tomorrow yesterday tonight morning night evening weekend
+time times minute minutes hour hours ago since until now later earlier recently currently finally officially
+january february march april may june july august september october november december monday tuesday wednesday
+thursday friday saturday sunday spring summer fall autumn winter
+live lives lived living moved move moving home house place apartment flat city town work works worked
+working job jobs company boss office started start starting quit left switched switch changed change new
+study studies studying school college university class classes major degree
+car cars drive driving drove vehicle
+pet pets dog dogs cat cats puppy kitten
+kid kids son sons daughter daughters child children baby mom mum dad mother father parents wife husband
+partner girlfriend boyfriend sister brother family friend friends
+love loves loved like likes liked hate hates hated enjoy enjoyed prefer favorite favourite fav
+buy bought got get sold sell own owns have has had use using used
+help need needs want wants tips ideas idea recs advice question thing stuff people person guy guys girl
+pay paid cost costs money budget dollars bucks price
+feel feels felt feeling going go goes gone come came coming take took taken give gave given keep kept
+tell told ask asked know knew try tried say said look looking make made call called
+""".split()) | FILLER_WORDS | SMALL_TALK_WORDS
+
+
+def names_of(text: str) -> frozenset[str]:
+    """The words of ``text`` that say which thing it is about: not a common word, a number or a short word.
+
+    Lowercase, a plural ``s`` dropped, so that "corollas" and "Corolla" name the same thing.
+
+    Example:
+        >>> sorted(names_of("finally got rid of the corolla lol, traded it in for a 2019 civic EX"))
+        ['civic', 'corolla', 'ex', 'rid', 'traded']
+
+    """
+    out = set()
+    for word in _TOKEN.findall(text.replace("’", "'")):
+        w = word.lower().strip("'-")
+        w = w[:-2] if w.endswith("'s") else w
+        if len(w) < 2 or w in COMMON_WORDS:
+            continue
+        stem = w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+        if stem in COMMON_WORDS:
+            continue
+        out.add(stem)
+    return frozenset(out)
+
+
+# --- sentences ------------------------------------------------------------------------------
+
+#: Emoji and the like end a thought as a full stop does ("so excited 🎉 we move in may").
+_PICTOGRAPH = "[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B06\u2934\u2935\u3030\u303D]"
+_AFTER_PICTOGRAPH = re.compile(f"(?<={_PICTOGRAPH})[\ufe0f\u200d]*\\s+(?=[^\\W\\d_])")
+
+
+def split_talk(text: str) -> list[str]:
+    """The sentences of a chat message: at ``.!?`` before a space, line breaks and emoji.
+
+    Example:
+        >>> split_talk("so excited 🎉 we move in may!! ok bye")
+        ['so excited 🎉', 'we move in may!!', 'ok bye']
+
+    """
+    from .extractive import split_sentences
+
+    out: list[str] = []
+    for sentence in split_sentences(text):
+        parts = [p for p in _AFTER_PICTOGRAPH.split(sentence) if p.strip()]
+        out += [p.strip() for p in parts]
+    return out
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one sentence does: its ``act`` (:data:`CLAIM`, :data:`ASK`, :data:`DROP`).
+
+    For a claim, also its attribute, cue and names.
+    """
+
+    text: str
+    act: str
+    attribute: str | None = None
+    cue: str | None = None
+    names: frozenset[str] = frozenset()
+
+
+def _meant(sentence: str) -> str | None:
+    """The part of a sentence that is meant: after a "jk"/"for real" marker; None if the whole was not meant."""
+    last = None
+    for found in _UNSAID.finditer(sentence):
+        last = found
+    if last is None:
+        return sentence
+    rest = sentence[last.end():].strip(" ,.;:!-—)(")
+    return rest or None
+
+
+# --- meaning ----------------------------------------------------------------------------------
+
+#: Sentences that say nothing to remember: how one is, the weather, pleasantries, venting.
+SMALL_TALK_EXAMPLES = (
+    "hi how are you", "good morning!", "thanks so much, you're the best", "it's so hot today", "ugh it's raining again",
+    "what a long week", "I'm so tired lol", "happy new year!", "ok sounds good", "lol true", "talk later, bye",
+    "just needed to vent", "haha yeah", "that's hilarious", "ok going back to work now", "hope you have a good day",
+    "how's your day going?", "bored lol", "it's freezing out", "weekend finally", "ok cool thanks",
+)
+#: Sentences that state something worth remembering, to weigh small talk against.
+INFORMATIVE_EXAMPLES = tuple(e for a in ATTRIBUTES for e in a.examples[:4]) + (
+    "my flight lands at 7am", "the meeting is at the downtown office", "I need a gift for my mom's birthday",
+)
+#: Cosine above which a short sentence nearer small talk than any informative example is small talk.
+SMALL_TALK_MIN = 0.45
+#: A claim's attribute needs this cosine to the nearest of its examples ...
+ATTRIBUTE_MIN = 0.42
+#: ... and this lead over the next attribute's nearest example.
+ATTRIBUTE_MARGIN = 0.05
+
+
+class ClaimReader:
+    """Reads a message's sentences (:class:`Reading`), by rules and by meaning (``embedder``; None: rules only).
+
+    Example:
+        >>> reader = ClaimReader(None)
+        >>> [(r.act, r.cue) for r in reader.read(["hey!", "got rid of the corolla", "any tips?"])]
+        [('drop', None), ('claim', 'change'), ('ask', None)]
+
+    """
+
+    def __init__(self, embedder: object | None, attributes: Sequence[Attribute] = ATTRIBUTES) -> None:
+        """Read with ``embedder`` (what the memory embeds with), against ``attributes``' examples."""
+        self.embedder, self.attributes = embedder, tuple(attributes)
+        self._lock = threading.Lock()
+        self._examples: tuple[np.ndarray, list[str], np.ndarray, np.ndarray] | None = None
+
+    def _prototypes(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+        with self._lock:
+            if self._examples is None:
+                labels = [a.name for a in self.attributes for _ in a.examples]
+                texts = [e for a in self.attributes for e in a.examples]
+                vectors = _unit(self.embedder.embed(texts + list(SMALL_TALK_EXAMPLES) + list(INFORMATIVE_EXAMPLES)))
+                n, m = len(texts), len(SMALL_TALK_EXAMPLES)
+                self._examples = (vectors[:n], labels, vectors[n:n + m], vectors[n + m:])
+            return self._examples
+
+    def read(self, sentences: Sequence[str]) -> list[Reading]:
+        """One :class:`Reading` per sentence, in order."""
+        first = [self._by_rules(s) for s in sentences]
+        open_ = [i for i, r in enumerate(first) if r.act != DROP]
+        if self.embedder is None or not open_:
+            return first
+        attr_vecs, labels, talk_vecs, info_vecs = self._prototypes()
+        vectors = _unit(self.embedder.embed([first[i].text for i in open_]))
+        out = list(first)
+        for i, v in zip(open_, vectors):
+            r = first[i]
+            talk, info = float(np.max(talk_vecs @ v)), float(np.max(info_vecs @ v))
+            if r.act == CLAIM and r.cue is None and talk >= SMALL_TALK_MIN and talk > info and _short(r.text):
+                out[i] = Reading(r.text, DROP)
+                continue
+            if r.act != CLAIM:
+                continue
+            best: dict[str, float] = {}
+            for label, score in zip(labels, attr_vecs @ v):
+                best[label] = max(best.get(label, -1.0), float(score))
+            ranked = sorted(best.items(), key=lambda kv: -kv[1])
+            if ranked and ranked[0][1] >= ATTRIBUTE_MIN and (
+                    len(ranked) < 2 or ranked[0][1] - ranked[1][1] >= ATTRIBUTE_MARGIN):
+                out[i] = Reading(r.text, CLAIM, ranked[0][0], r.cue, r.names)
+        return out
+
+    @staticmethod
+    def _by_rules(sentence: str) -> Reading:
+        meant = _meant(sentence)
+        if meant is None or _HYPOTHETICAL.search(meant) or _HYPERBOLE.search(meant) or is_small_talk(meant):
+            return Reading(sentence, DROP)
+        words = [w for w in re.findall(r"[\w']+", meant.lower())]
+        if not words or all(w in FILLER_WORDS or w in SMALL_TALK_WORDS for w in words):
+            return Reading(meant, DROP)
+        if meant.rstrip(" )\"'").endswith("?") or _ASK.search(meant):
+            return Reading(meant, ASK, names=names_of(meant))
+        return Reading(meant, CLAIM, cue=cue_of(meant), names=names_of(meant))
+
+
+def _short(text: str) -> bool:
+    return len(re.findall(r"\w+", text)) <= 12
+
+
+def _unit(vectors: object) -> np.ndarray:
+    array = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    return array / np.where(norms == 0, 1.0, norms)
