@@ -48,18 +48,29 @@ def bounded_protocol(base: type[asyncio.Protocol], *, head_timeout: float, body_
 
     class Bounded(base):  # type: ignore[valid-type, misc]
         _timer: asyncio.TimerHandle | None = None
+        _refused = False
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             if len(self.connections) > max_connections:
-                log.warning("refused a connection from %s: %d open, the limit (--max-connections)",
-                            _peer(transport), max_connections)
-                transport.write(busy_answer(max_connections))
-                transport.close()
+                self._refuse(transport)
                 return
             self._arm(head_timeout, "its request head")
 
+        def _refuse(self, transport: Any) -> None:
+            """Answer 503 and close; what the client sends meanwhile is read and dropped, so that no reset loses it."""
+            log.warning("refused a connection from %s: %d open, the limit (--max-connections)", _peer(transport),
+                        max_connections)
+            self._refused = True
+            self.connections.discard(self)  # it no longer counts
+            transport.write(busy_answer(max_connections))
+            if transport.can_write_eof():
+                transport.write_eof()
+            self.loop.call_later(1.0, transport.close)
+
         def data_received(self, data: bytes) -> None:
+            if self._refused:
+                return
             before = self.cycle
             if self._timer is None and (before is None or before.response_complete):
                 self._arm(head_timeout, "its request head")  # the first bytes of the next request

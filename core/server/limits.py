@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from dataclasses import dataclass, fields
 
@@ -100,4 +101,5 @@ class StopDeadline:
                   "writes left, and an episode cut short stays pending (send it again, or run maintain)", self.seconds)
         for handler in logging.getLogger().handlers + log.handlers:
             handler.flush()
+        sys.stderr.flush()
         os._exit(1)

@@ -65,7 +65,8 @@ STATUSES: tuple[Status, ...] = (
     Status(QueryError, 400, "a cypher() that is not read-only or does not parse"),
     Status(StoreLockedError, 503, "the data folder is held by another process"),
     Status(StoreUnavailableError, 503, "a store cannot work (a full or failing disk, a vector index that does "
-                                       "not answer): retry once the cause is gone"),
+                                       "not answer), or the server is stopping or at its --max-connections: retry "
+                                       "once the cause is gone"),
     Status(ProviderError, 502, "the server's LLM or embedding provider failed"),
     Status(ExtractionError, 502, "the extractor failed (the episode stays pending)"),
     Status(StoreError, 500, "SQLite, Chroma or Kùzu failed on the server"),
