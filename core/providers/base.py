@@ -80,6 +80,13 @@ class ExtractedFact:
             Paris" beside "Alice lives in Paris."): the core stores it only when one of
             those facts is not stored (discarded by the rules), so nothing said is lost
             and the context does not hold one fact twice.
+        attribute: what it is a claim about (:mod:`zep_core.attributes`: ``home``, ``work``…),
+            if known: a newer claim on a one-value attribute retires it.
+        cue: what it says of what was said before: ``"change"`` (it replaced or ended
+            something: "switched to", "got rid of") or ``"correction"`` ("it's actually"),
+            else None; with ``names``, the words that say which thing ("corolla"), it
+            retires the speaker's earlier statements that name the same thing.
+        names: see ``cue``.
 
     """
 
@@ -95,6 +102,9 @@ class ExtractedFact:
     object_type: str = "thing"
     object_is_entity: bool = True
     covered: bool = False
+    attribute: str | None = None
+    cue: str | None = None
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

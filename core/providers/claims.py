@@ -21,6 +21,7 @@ loaded (no other model). :class:`ClaimReader` reads a message's sentences in one
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Sequence
@@ -35,6 +36,8 @@ from .talk import SMALL_TALK_WORDS, is_small_talk
 __all__ = ["ASK", "CLAIM", "DROP", "ClaimReader", "Reading", "cue_of", "names_of", "split_talk"]
 
 CLAIM, ASK, DROP = "claim", "ask", "drop"
+
+log = logging.getLogger("zep_core")
 
 # --- jokes and hypotheticals --------------------------------------------------------------
 
@@ -232,6 +235,11 @@ ATTRIBUTE_MIN = 0.42
 ATTRIBUTE_MARGIN = 0.05
 
 
+_PROTOTYPES: dict[tuple[int, tuple[Attribute, ...]], tuple[object, tuple[np.ndarray, list[str], np.ndarray,
+                                                                        np.ndarray]]] = {}
+_PROTOTYPES_LOCK = threading.Lock()
+
+
 class ClaimReader:
     """Reads a message's sentences (:class:`Reading`), by rules and by meaning (``embedder``; None: rules only).
 
@@ -245,18 +253,22 @@ class ClaimReader:
     def __init__(self, embedder: object | None, attributes: Sequence[Attribute] = ATTRIBUTES) -> None:
         """Read with ``embedder`` (what the memory embeds with), against ``attributes``' examples."""
         self.embedder, self.attributes = embedder, tuple(attributes)
-        self._lock = threading.Lock()
-        self._examples: tuple[np.ndarray, list[str], np.ndarray, np.ndarray] | None = None
 
     def _prototypes(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
-        with self._lock:
-            if self._examples is None:
+        """The examples' vectors, embedded once per embedder (a process opens many memories on one)."""
+        key = (id(self.embedder), self.attributes)
+        with _PROTOTYPES_LOCK:
+            found = _PROTOTYPES.get(key)
+            if found is None or found[0] is not self.embedder:
                 labels = [a.name for a in self.attributes for _ in a.examples]
                 texts = [e for a in self.attributes for e in a.examples]
                 vectors = _unit(self.embedder.embed(texts + list(SMALL_TALK_EXAMPLES) + list(INFORMATIVE_EXAMPLES)))
                 n, m = len(texts), len(SMALL_TALK_EXAMPLES)
-                self._examples = (vectors[:n], labels, vectors[n:n + m], vectors[n + m:])
-            return self._examples
+                found = (self.embedder, (vectors[:n], labels, vectors[n:n + m], vectors[n + m:]))
+                if len(_PROTOTYPES) >= 8:
+                    _PROTOTYPES.clear()
+                _PROTOTYPES[key] = found
+            return found[1]
 
     def read(self, sentences: Sequence[str]) -> list[Reading]:
         """One :class:`Reading` per sentence, in order."""
@@ -264,8 +276,13 @@ class ClaimReader:
         open_ = [i for i, r in enumerate(first) if r.act != DROP]
         if self.embedder is None or not open_:
             return first
-        attr_vecs, labels, talk_vecs, info_vecs = self._prototypes()
-        vectors = _unit(self.embedder.embed([first[i].text for i in open_]))
+        try:
+            attr_vecs, labels, talk_vecs, info_vecs = self._prototypes()
+            vectors = _unit(self.embedder.embed([first[i].text for i in open_]))
+        except Exception as exc:  # the meaning is a help, never a failure of its own: the rules' reading stands
+            log.warning("reading %d sentences by meaning failed, read by rules only: %s: %s", len(open_),
+                        type(exc).__name__, exc)
+            return first
         out = list(first)
         for i, v in zip(open_, vectors):
             r = first[i]

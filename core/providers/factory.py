@@ -70,9 +70,10 @@ def build_providers(config: MemoryConfig) -> Providers:
     llm = ("given" if config.extractor is not None and config.summarizer is not None
            else choose_provider(config, "extractor_provider"))
     client = _client(config) if "openai" in (embedding, llm) else None
+    embedder = config.embedder if config.embedder is not None else _embedder(embedding, config, client)
     return Providers(
-        embedder=config.embedder if config.embedder is not None else _embedder(embedding, config, client),
-        extractor=config.extractor if config.extractor is not None else _extractor(llm, config, client),
+        embedder=embedder,
+        extractor=config.extractor if config.extractor is not None else _extractor(llm, config, client, embedder),
         summarizer=config.summarizer if config.summarizer is not None else _summarizer(llm, config, client),
     )
 
@@ -96,7 +97,7 @@ def _embedder(kind: str, config: MemoryConfig, client: Any) -> Any:
     return LocalEmbedder()
 
 
-def _extractor(kind: str, config: MemoryConfig, client: Any) -> Any:
+def _extractor(kind: str, config: MemoryConfig, client: Any, embedder: Any = None) -> Any:
     if kind == "openai":
         from .openai import DEFAULT_CHAT_MODEL, OpenAIExtractor
 
@@ -105,7 +106,7 @@ def _extractor(kind: str, config: MemoryConfig, client: Any) -> Any:
                                predicates=config.single_valued_predicates)
     from .rules import RuleExtractor
 
-    return RuleExtractor()
+    return RuleExtractor(embedder=embedder)  # it reads sentences by meaning with the memory's own embedder
 
 
 def _summarizer(kind: str, config: MemoryConfig, client: Any) -> Any:

@@ -45,18 +45,19 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 
 from ..models import Message
 from ..temporal import is_own
 from .base import ExtractedCorrection, ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
+from .claims import CLAIM, DROP, ClaimReader, Reading, names_of, split_talk
 from .earlier import Earlier, Heard, mentions
 from .extractive import speaker_of, split_sentences, summarize_messages
 from .lexicon import FILLER_WORDS, WORD_RE
 from .phrase_finder import PhraseFinder
 from .sentences import Said, normalize, sentence_facts
-from .talk import corrections, is_echo, is_reaction, is_small_talk, without_context_block
+from .talk import corrections, is_echo, is_reaction, is_small_talk, without_assumption, without_context_block
 
 __all__ = ["RuleExtractor", "is_informative"]
 
@@ -104,10 +105,15 @@ class RuleExtractor:
 
     needs_known_facts = False
 
-    def __init__(self, summary_sentences: int = 3, summary_chars: int = 400) -> None:
-        """Create an extractor whose episode summaries keep that many sentences and chars."""
+    def __init__(self, summary_sentences: int = 3, summary_chars: int = 400, *, embedder: object | None = None) -> None:
+        """Create an extractor whose episode summaries keep that many sentences and chars.
+
+        ``embedder``: what the memory embeds with; the extractor reads a user's sentences by
+        meaning with it too (:class:`~zep_core.providers.claims.ClaimReader`). None: by rules only.
+        """
         self.summary_sentences = summary_sentences
         self.summary_chars = summary_chars
+        self.reader = ClaimReader(embedder)
 
     def extract(self, messages: Sequence[Message], context: ExtractionContext) -> Extraction:
         """Extract canonical and statement facts, entities and a summary from one episode.
@@ -128,7 +134,10 @@ class RuleExtractor:
                           for m in messages if m.role == "user" and speaker_of(m, context.default_speaker).split())
         fixes: list[ExtractedCorrection] = []
         words: set[str] = set()
-        for message in messages:
+        corrected = {i: _self_corrected(m.content) for i, m in enumerate(messages) if m.role == "user"}
+        sentences = list(dict.fromkeys(x for text, _ in corrected.values() for x in split_talk(text)))
+        readings = dict(zip(sentences, self.reader.read(sentences)))  # one embedder call for the episode
+        for i, message in enumerate(messages):
             said = _said(message, context, users)
             if said is None:
                 continue
@@ -138,12 +147,12 @@ class RuleExtractor:
                 said = replace(said, heard=frozenset(words))
                 text = without_context_block(text)
             else:
-                text, pending = _self_corrected(text)
+                text, pending = corrected[i]
                 found, loose = _corrections(message, said, heard, pending)
                 fixes += found
                 words.update(w.lower() for w in _QUOTE_WORD.findall(message.content.replace("’", "'")))
             heard.add(message, said)
-            for fact in _message_facts(text, said, loose if not said.assistant else ()):
+            for fact in _message_facts(text, said, loose if not said.assistant else (), readings):
                 _merge(facts, fact)
         summary = summarize_messages(
             [m for m, _ in heard.messages],
@@ -261,20 +270,30 @@ def _merge(facts: dict[tuple[str, str, str], ExtractedFact], fact: ExtractedFact
                          covered=seen.covered and fact.covered)
 
 
-def _message_facts(text: str, said: Said, loose: Collection[str] = ()) -> Iterator[ExtractedFact]:
-    """The facts of one message, by the rules of :mod:`~zep_core.providers.talk`.
+def _message_facts(text: str, said: Said, loose: Collection[str] = (),
+                   readings: Mapping[str, Reading] | None = None) -> Iterator[ExtractedFact]:
+    """The facts of one message, by the rules of :mod:`~zep_core.providers.talk` and what its sentences do.
 
-    Small talk says nothing; the assistant's words are only its quotes, without what it
-    echoes of memory; a correction's sentence says nothing of its own (what it means
-    goes into the statement it corrects; ``loose``: correcting sentences that found
-    nothing to correct, read as said); a quote is kept only where it says more than the
-    canonical facts drawn from it.
+    Small talk, jokes and what is only imagined say nothing (:mod:`~zep_core.providers.claims`);
+    the assistant's words are only its quotes, without what it echoes of memory or assumes
+    of the user; a correction's sentence says nothing of its own (what it means goes into
+    the statement it corrects; ``loose``: correcting sentences that found nothing to
+    correct, read as said); a quote is kept only where it says more than the canonical
+    facts drawn from it. A user's message is quoted claim by claim (:func:`_claim_groups`).
     """
     canonical: list[ExtractedFact] = []
     kept: list[str] = []
-    for sentence in split_sentences(text):
-        if is_small_talk(sentence) or (said.assistant and (is_echo(sentence, said.users)
-                                                           or is_reaction(sentence, said.heard))):
+    read: list[Reading | None] = []
+    for sentence in (split_sentences(text) if said.assistant or readings is None else split_talk(text)):
+        reading = None if said.assistant or readings is None else readings.get(sentence)
+        if reading is not None:
+            if reading.act == DROP:
+                continue
+            sentence = reading.text  # what is meant of it ("... jk. for real, X": X)
+        if said.assistant:
+            sentence = without_assumption(sentence)
+        if not sentence or is_small_talk(sentence) or (said.assistant and (
+                is_echo(sentence, said.users) or is_reaction(sentence, said.heard))):
             continue
         if not said.assistant and sentence not in loose and (cues := corrections(sentence)):
             if not cues[0].rest:
@@ -283,15 +302,58 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = ()) -> Iterat
         if not sentence.rstrip("\"')").endswith("?"):
             found = sentence_facts(normalize(sentence), said)
             # the assistant's words speak for the assistant only: never a fact about the user
-            canonical += [f for f in found if not said.assistant or is_own(f.subject, said.speaker)]
+            canonical += [_with_claim(f, reading) for f in found
+                          if not said.assistant or is_own(f.subject, said.speaker)]
         kept.append(sentence)
+        read.append(reading)
     yield from canonical
     if not kept:
         return
     covered = _covered_words(canonical)
-    for quote in _quotes(_SPACE_RE.sub(" ", " ".join(kept)).strip(), canonical):
+    groups = _claim_groups(kept, read)
+    if len(groups) == 1:
+        claim = groups[0][1]
+        for quote in _quotes(_SPACE_RE.sub(" ", " ".join(kept)).strip(), canonical):
+            if is_informative(quote):
+                yield _with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), claim)
+        return
+    for texts, claim in groups:
+        quote = _SPACE_RE.sub(" ", " ".join(texts)).strip()
         if is_informative(quote):
-            yield _statement(quote, said, covered=not _says_more(quote, covered))
+            yield _with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), claim)
+
+
+def _claim_groups(sentences: Sequence[str], read: Sequence[Reading | None]) -> list[tuple[list[str], Reading | None]]:
+    """A message's kept sentences, one group per claim that says what it is about or what it changes.
+
+    A claim with an attribute or a cue starts a group; the sentences after it (asks, other
+    claims) go with it, those before the first such claim with the first. So "got rid of
+    the corolla. how often should I change the oil on the civic?" is one quote that ends
+    the old car's statements, and a message about a move and a job is two quotes, each
+    retired by its own news.
+    """
+    groups: list[tuple[list[str], Reading | None]] = []
+    lead: list[str] = []
+    for sentence, reading in zip(sentences, read):
+        starts = reading is not None and reading.act == CLAIM and (reading.attribute or reading.cue)
+        if starts:
+            groups.append(([*lead, sentence], reading))
+            lead = []
+        elif groups:
+            groups[-1][0].append(sentence)
+        else:
+            lead.append(sentence)
+    if lead:
+        groups.append((lead, None))
+    return groups or [([], None)]
+
+
+def _with_claim(fact: ExtractedFact, claim: Reading | None) -> ExtractedFact:
+    """``fact`` with the attribute, cue and names of the claim it comes from (statements also its own names)."""
+    if claim is None:
+        return fact
+    names = tuple(sorted(claim.names | (names_of(fact.object) if fact.predicate == "statement" else frozenset())))
+    return replace(fact, attribute=claim.attribute, cue=claim.cue, names=names)
 
 
 #: Where a sentence starts a new clause with its own subject: "…, and I work at Initech".

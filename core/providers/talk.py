@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from .lexicon import NUMBER_WORDS, PETS, PROFESSIONS
 
 __all__ = ["Cue", "corrections", "is_echo", "is_reaction", "is_small_talk", "kind_of", "same_kind_values",
-           "values_of_kind", "without_context_block"]
+           "values_of_kind", "without_assumption", "without_context_block"]
 
 # --- 1. small talk -------------------------------------------------------------------
 
@@ -137,6 +137,36 @@ def is_echo(sentence: str, users: frozenset[str] = frozenset()) -> bool:
         return True
     first = _WORD.match(text)
     return bool(first and users and first.group(0).lower() in users and not text.lower().startswith("i "))
+
+
+#: What an assistant assumes of the user before saying something else: "Since you're in London, …",
+#: "As a nurse, you …", "Because you work nights, …". The assumption goes, what follows stays.
+_ASSUMED = re.compile(
+    r"^(?:(?:so|and|ok|okay|great|well)[\s,]+)?(?:(?:since|because|as|given\s+that|now\s+that|seeing\s+(?:as|that))\s+"
+    r"you(?:'re|\s+are|'ve|\s+have|\s+live|\s+work|\s+do|\s+own|\s+drive)\b[^,;:]*|as\s+an?\s+[\w -]{1,40}?)"
+    r"[,;:]\s*(?=\w)", re.IGNORECASE)
+#: A summary of what the assistant took the user to have said: an echo, never the assistant's own word.
+_RECAP = re.compile(r"^(?:(?:so|ok|okay|alright)[\s,]+)?(?:to\s+(?:summarize|sum\s+up|recap)|just\s+to\s+confirm|"
+                    r"let\s+me\s+make\s+sure)\b[^.!?]*\byou", re.IGNORECASE)
+
+
+def without_assumption(sentence: str) -> str:
+    """An assistant's sentence without what it assumes of the user ("" when it only recaps them).
+
+    Example:
+        >>> without_assumption("Since you're in London, Manila is 8 hours ahead.")
+        'Manila is 8 hours ahead.'
+        >>> without_assumption("To summarize: you're a 48-year-old accountant."), without_assumption("Try a bike.")
+        ('', 'Try a bike.')
+
+    """
+    if _RECAP.match(sentence):
+        return ""
+    found = _ASSUMED.match(sentence)
+    if found is None:
+        return sentence
+    rest = sentence[found.end():]
+    return rest[:1].upper() + rest[1:]
 
 
 #: Words that carry no content of their own.

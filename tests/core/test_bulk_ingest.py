@@ -288,8 +288,11 @@ def test_the_last_batch_is_cut_to_a_quarter_when_the_index_writes_go_in_the_back
 
 
 def test_each_batch_embeds_its_facts_and_new_entities_in_one_call(make_memory, embedder):
+    from zep_core.providers.rules import RuleExtractor
+
     counting = Counting(embedder)
-    memory = make_memory(embedder=counting)
+    # the extractor reading by rules only: its own reading by meaning embeds each episode's sentences apart
+    memory = make_memory(embedder=counting, extractor=RuleExtractor())
     counting.calls.clear()
     memory.conversation_end_many(episodes()[:15], batch_size=7)
     assert len(counting.calls) == 3  # batches of 7, 7 and 1

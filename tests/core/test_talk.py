@@ -93,7 +93,8 @@ def test_the_assistants_words_are_its_own_quotes_never_facts_about_the_user():
     found = extract(("u", "Any tips?"), ("a", "Since you live in Rome, I recommend the Vatican museums."),
                     ("a", "From what I remember, you work at Acme."))
     assert {f.subject for f in found.facts} == {"Assistant"}
-    assert [f.object for f in found.facts] == ["Since you live in Rome, I recommend the Vatican museums."]
+    # what it assumes of the user ("since you live in Rome") is not its word either: only the advice is kept
+    assert [f.object for f in found.facts] == ["I recommend the Vatican museums."]
 
 
 # --- 4. corrections --------------------------------------------------------------------------------
