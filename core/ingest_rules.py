@@ -24,6 +24,7 @@ from .config import MemoryConfig
 from .corrections import plan_corrections
 from .errors import NotFoundError, ValidationError
 from .models import Entity, Episode, Fact, IngestResult, Message
+from .named import named_by_cues
 from .outbox import FactChange, OutboxOp
 from .providers.base import ExtractedCorrection, Extraction
 from .resolve import canonical_predicate, entity_id, is_first_person, speaker_of
@@ -54,6 +55,7 @@ class Proposals:
     hearsay: set[str] = field(default_factory=set)  # facts the assistant alone said about someone else
     spare: list[Fact] = field(default_factory=list)  # covered quotes: stored only if a fact they back is not
     said_at: dict[str, datetime] = field(default_factory=dict)  # id -> when its first message was said
+    cues: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # id -> (cue, names) of a claim
 
     def entity_names(self) -> list[str]:
         """Every name that is, or becomes, an entity: subjects and entity objects."""
@@ -107,6 +109,8 @@ def propose(episode: Episode, extraction: Extraction, now: datetime, config: Mem
             continue
         (out.spare if x.covered and fact.predicate == STATEMENT else out.facts).append(fact)
         out.said_at[fact.id] = said_at[first.id]
+        if x.cue and x.names and first.role == "user":
+            out.cues[fact.id] = (x.cue, tuple(x.names))
         if _hearsay(fact, [by_id[s] for s in sources], said_by):
             out.hearsay.add(fact.id)
         out.kinds[fact.id] = (types.get(normalize_name(subject), x.subject_type),
@@ -188,9 +192,19 @@ class RuleApplier:
         contradicted = {i for i in extraction.contradicted_fact_ids if i in known_ids}
         mistaken, wrong = self._mistaken(user, extraction, known_ids, proposals, proposed.hearsay, taken)
         taken, extra = {**taken, **mistaken}, [*extra, *wrong]
+        named = named_by_cues(self.records, user, proposals, proposed.cues, said_at=proposed.said_at,
+                              skip={*taken, *proposed.hearsay}, assistant=self.config.assistant_speaker, now=now)
+        taken, extra, replaced = {**taken, **named.corrected}, [*extra, *named.stored], named.replaced
+        if named.remainders:  # what the retired statements said of other things stays, as statements of their own
+            proposals = [*proposals, *named.remainders]
+            fact_vectors = {**fact_vectors, **self._embed([f.content for f in named.remainders
+                                                           if f.content not in fact_vectors])}
+            types = {**types, **{f.id: ("person", "thing", False) for f in named.remainders}}
+            entity_of.update({f.id: (eid(f.subject), None) for f in named.remainders})
         at = min(message_times(episode.messages, now).values())  # a contradicted fact nothing replaces ends then
         plan = self._plan(user, list({s for s, _ in entity_of.values()}), proposals, contradicted, now,
-                          taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at, at=at)
+                          taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at, at=at,
+                          replaced=replaced)
         lost = {m for d in plan.discarded for m in d.fact.source_message_ids}
         spare = [q for q in proposed.spare if lost & set(q.source_message_ids)]
         if spare:  # a fact the rules discarded: its quote says it instead, so nothing said is lost
@@ -198,7 +212,8 @@ class RuleApplier:
             fact_vectors = {**fact_vectors, **self._embed([q.content for q in spare if q.content not in fact_vectors])}
             entity_of.update({q.id: (eid(q.subject), None) for q in spare})
             plan = self._plan(user, list({s for s, _ in entity_of.values()}), proposals, contradicted, now,
-                              taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at, at=at)
+                              taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at, at=at,
+                              replaced=replaced)
         new_entities = self._new_entities(plan, entity_of, types, resolved, user)
         unembedded = [e.name for e in new_entities.values() if e.name not in entity_vectors]
         if unembedded:  # names stored when the episode was embedded, gone since (the user forgotten and back)
@@ -273,7 +288,8 @@ class RuleApplier:
     def _plan(self, user: str, subjects: list[str], proposals: Sequence[Fact], contradicted: set[str],
               now: datetime, *, taken_back: Mapping[str, str | None] | None = None,
               also: Sequence[Fact] = (), hearsay: Collection[str] = (),
-              said_at: Mapping[str, datetime] | None = None, at: datetime | None = None) -> UpdatePlan:
+              said_at: Mapping[str, datetime] | None = None, at: datetime | None = None,
+              replaced: Mapping[str, str] | None = None) -> UpdatePlan:
         """The update rules over the stored facts they can touch, read as they turn out to be needed.
 
         First the facts a proposal can reinforce, end or supersede
@@ -303,7 +319,8 @@ class RuleApplier:
         read: set[str] = set()
         while True:
             plan = plan_updates(current, proposals, single_valued=single, contradicted=contradicted,
-                                taken_back=taken_back, hearsay=hearsay, said_at=said_at, at=at, now=now)
+                                taken_back=taken_back, hearsay=hearsay, said_at=said_at, at=at, replaced=replaced,
+                                now=now)
             messages = {m for f in plan.superseded for m in f.source_message_ids} - read
             if not messages:
                 return plan

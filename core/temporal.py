@@ -251,6 +251,7 @@ def plan_updates(
     hearsay: Collection[str] = (),
     said_at: Mapping[str, datetime] | None = None,
     at: datetime | None = None,
+    replaced: Mapping[str, str] | None = None,
     now: datetime,
 ) -> UpdatePlan:
     """Apply the update rules to an episode's proposed facts.
@@ -280,6 +281,8 @@ def plan_updates(
             "I live in Paris"; :func:`_told_after`).
         at: when the episode was said (its first message): a contradicted fact that none of
             its facts replaces ends then (``now`` when not given).
+        replaced: stored facts (by id) that a proposal (the id they map to) says changed or
+            ended: each is superseded by it, with its quotes, whatever the predicates.
         now: the ingest time, recorded as ``expired_at`` of superseded facts.
 
     """
@@ -353,6 +356,18 @@ def plan_updates(
         added.append(new.id)
         if new.is_current:
             by_key[key] = new.id
+
+    for fid, by_id in (replaced or {}).items():  # a claim that changed or ended what these name (stored or said here)
+        old, by = state.get(fid), state.get(by_id)
+        if old is None or not old.is_current or by is None or not by.is_current or (
+                fid not in stored_ids and fid not in added):
+            continue
+        closed = supersede(old, by, now, said_at.get(by_id))
+        for gone in (closed, *(end(q, closed, now) for q in _companions(state.values(), [old], by))):
+            state[gone.id] = gone
+            if gone.id in stored_ids:
+                touched[gone.id] = "superseded"
+            by_key.pop(fact_key(gone), None)
 
     stood = {d.conflicting_fact_id for d in discarded}  # newer than what contradicted it: the spec keeps it
     for fid in contradicted:  # the extractor said so, whatever the subjects: what nothing above retired ends now

@@ -63,31 +63,45 @@ _ASK = re.compile(
     r"what(?:'s|\s+is|\s+are)\s+(?:a\s+)?(?:good|the\s+best|some)|how\s+(?:do|can|should|would)\s+(?:i|we)|"
     r"need\s+(?:a|some|help|ideas|recs)|looking\s+for|ideas\s+for|tips\s+for)\b")
 
+#: A question starts as one ("how…", "is it…", "any…"); "leo's in first grade now??" is a claim said loudly.
+_QUESTION = re.compile(
+    r"(?i)^(?:(?:ok|okay|so|and|also|but|anyway|hey|wait|um+|hm+|btw|like|lol|ugh|oh|also|then|pls|please)"
+    r"[\s,.!]+)*(?:what|what's|whats|how|how's|hows|why|when|where|who|which|whose|is|are|am|was|were|do|does|"
+    r"did|can|could|would|should|will|shall|have|has|any|anyone|anybody|isn't|aren't|don't|doesn't|didn't|"
+    r"wouldn't|shouldn't|might|may|u|r)\b")
+#: A day, a date, a number: a sentence that holds one says when or how much, not only how one is.
+_DATED = re.compile(r"(?i)\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mondays|tuesdays|"
+                    r"wednesdays|thursdays|fridays|saturdays|sundays|tues|thurs|weekdays?|january|february|march|"
+                    r"april|june|july|august|september|october|november|december)\b")
+
 # --- cues ---------------------------------------------------------------------------------
 
 #: It says something replaced, changed or ended: "switched to", "got rid of", "passed away", "no longer".
 _CHANGE = re.compile(
     r"(?i)(?<![\w'])(?:switch(?:ed|ing)?|chang(?:ed|ing)|replac(?:ed|ing)|instead|upgrad(?:ed|ing)|"
     r"traded(?:\s+it)?\s+in|got\s+rid\s+of|sold|gave\s+(?:away|up)|returned|no\s+longer|not\s+\w+\s+any\s?more|"
-    r"any\s?more|passed(?:\s+away)?|died|put\s+(?:\w+\s+)?down|rehom(?:ed|ing)|stole|stolen|lost\s+(?:my|our|the)|"
+    r"any\s?more|no\s+more|passed(?:\s+away)?|died|put\s+(?:\w+\s+)?down|rehom(?:e|ed|ing)|stole|stolen|"
+    r"lost\s+(?:my|our|the)|(?:my|our|the|all\s+(?:my|our|the))\s+old|"
     r"broke\s+up|divorc(?:ed|e\s+was\s+finali[sz]ed)|split\s+up|separated|quit|left\s+(?:my|the|our)|retired|"
     r"graduated|finished|fully\s+over|recovered|cancel+ed|called\s+off|closed|pulled|pushed|postponed|"
     r"rescheduled|moved|relocated|new\s+(?:job|boss|place|car|phone|apartment|house|home|city)|"
-    r"now|these\s+days|update|plot\s+twist|turns\s+out|officially|finally|went\s+(?:w|with)|"
+    r"now|these\s+days|update|plot\s+twist|turns\s+out|officially|went\s+(?:w|with)|"
     r"ended|stopped|raised|dropped|down\s+to|up\s+to|over\s+it|got\s+my|passed\s+my)(?![\w'])")
 #: It says something said before was wrong: "it's actually", "I meant", "not the 3rd", "I mixed them up".
 _CORRECTION = re.compile(
-    r"(?i)(?<![\w'])(?:actually|i\s+meant|i\s+mean|meant\s+to\s+say|i\s+said\s+\S+|i\s+told\s+you|"
-    r"(?:wrong|incorrect)\s+(?:date|number|name|day|year|info)|gave\s+you\s+the\s+wrong|correction|correct\s+"
-    r"(?:something|that|myself)|mix(?:ed)?\s+(?:them|it|that|those)\s+up|double[\s-]checked|typo|brain\s+glitch|"
-    r"small\s+correction|not\s+the\s+\w+|my\s+bad|oops|wait\s+no|scratch\s+that)(?![\w'])")
+    r"(?i)(?<![\w'])(?:(?:it|that|she|he|they|this|which)(?:'s|\s+is|\s+was|'re|\s+are)\s+actually|"
+    r"actually\s+(?:it'?s|its|is|was)|i\s+meant|meant\s+to\s+say|(?:i|i've)\s+said\s+\S+|i\s+told\s+you|"
+    r"(?:wrong|incorrect)\s+(?:date|number|name|day|year|info|one)|gave\s+you\s+the\s+wrong|correction|"
+    r"correct\s+(?:something|that|myself)|mix(?:ed|ing)?\s+(?:them|it|that|those|these)\s+up|mixed\s+up|"
+    r"double[\s-]checked|typo|brain\s+glitch|not\s+the\s+\w+|my\s+bad|oops|wait\s+no|scratch\s+that|"
+    r"did\s+i\s+say|i\s+misspoke)(?![\w'])")
 
 
 def cue_of(sentence: str) -> str | None:
     """``"correction"``, ``"change"`` or None: what the sentence says of what was said before.
 
     Example:
-        >>> cue_of("it's actually stripe lol"), cue_of("finally got rid of the corolla"), cue_of("I like tea")
+        >>> cue_of("it's actually stripe lol"), cue_of("finally got rid of the corolla"), cue_of("I actually like tea")
         ('correction', 'change', None)
 
     """
@@ -101,6 +115,10 @@ def cue_of(sentence: str) -> str | None:
 # --- names --------------------------------------------------------------------------------
 
 _TOKEN = re.compile(r"[^\W\d_][\w'’-]*[\w]|[^\W\d_]", re.UNICODE)
+_VALUE_TOKEN = re.compile(r"\d[\w.,/:-]*\w|\d|[^\W\d_][\w'’-]*[\w]|[^\W\d_]", re.UNICODE)
+_CALENDAR = frozenset("""january february march april may june july august september october november december jan feb
+mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday mon tue tues wed
+thu thur thurs fri sat sun mondays tuesdays wednesdays thursdays fridays saturdays sundays""".split())
 #: Words that name nothing in particular: function words, chat words, and the verbs and nouns of
 #: every topic (a "car" or a "job" is any car or job: the name that says which one is what counts).
 COMMON_WORDS = frozenset("""
@@ -139,37 +157,54 @@ help need needs want wants tips ideas idea recs advice question thing stuff peop
 pay paid cost costs money budget dollars bucks price
 feel feels felt feeling going go goes gone come came coming take took taken give gave given keep kept
 tell told ask asked know knew try tried say said look looking make made call called
+switch switched changed replaced instead upgraded traded rid sold gave returned longer anymore passed died
+rehomed stole stolen lost broke divorce divorced finalized separated split quit retired graduated finished
+fully recovered cancelled canceled pulled pushed postponed rescheduled relocated update twist turns ended
+stopped raised dropped meant mean correction wrong mixed double checked typo glitch oops scratch told said
 """.split()) | FILLER_WORDS | SMALL_TALK_WORDS
 
 
-def names_of(text: str) -> frozenset[str]:
+def names_of(text: str, *, values: bool = False) -> frozenset[str]:
     """The words of ``text`` that say which thing it is about: not a common word, a number or a short word.
 
-    Lowercase, a plural ``s`` dropped, so that "corollas" and "Corolla" name the same thing.
+    Lowercase and lightly stemmed ("teaches", "teaching" → "teach"; "corollas" → "corolla"),
+    so that two mentions of one thing meet. With ``values`` (a correction: the value itself
+    is what was wrong), numbers, months and weekdays count too ("34", "march", "3rd").
 
     Example:
         >>> sorted(names_of("finally got rid of the corolla lol, traded it in for a 2019 civic EX"))
-        ['civic', 'corolla', 'ex', 'rid', 'traded']
+        ['civic', 'corolla', 'ex']
+        >>> sorted(names_of("it's march 13, not the 3rd", values=True))
+        ['13', '3rd', 'march']
 
     """
     out = set()
-    for word in _TOKEN.findall(text.replace("’", "'")):
+    for word in (_VALUE_TOKEN if values else _TOKEN).findall(text.replace("’", "'")):
         w = word.lower().strip("'-")
         w = w[:-2] if w.endswith("'s") else w
+        if values and (w[:1].isdigit() or w in _CALENDAR):
+            out.add(w.rstrip(".,"))
+            continue
         if len(w) < 2 or w in COMMON_WORDS:
             continue
-        stem = w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-        if stem in COMMON_WORDS:
-            continue
-        out.add(stem)
+        stem = _stem(w)
+        if stem not in COMMON_WORDS and len(stem) > 1:
+            out.add(stem)
     return frozenset(out)
+
+
+def _stem(word: str) -> str:
+    for ending in ("ing", "es", "ed", "s"):
+        if len(word) > len(ending) + 3 and word.endswith(ending) and not word.endswith("ss"):
+            return word[:-len(ending)]
+    return word
 
 
 # --- sentences ------------------------------------------------------------------------------
 
 #: Emoji and the like end a thought as a full stop does ("so excited 🎉 we move in may").
 _PICTOGRAPH = "[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B06\u2934\u2935\u3030\u303D]"
-_AFTER_PICTOGRAPH = re.compile(f"(?<={_PICTOGRAPH})[\ufe0f\u200d]*\\s+(?=[^\\W\\d_])")
+_AFTER_PICTOGRAPH = re.compile(f"(?<={_PICTOGRAPH})[\ufe0f\u200d]*\\s+(?=[^\\W\\d_]|\\()")
 
 
 def split_talk(text: str) -> list[str]:
@@ -201,6 +236,7 @@ class Reading:
     attribute: str | None = None
     cue: str | None = None
     names: frozenset[str] = frozenset()
+    by_meaning: bool = False  # a drop the words alone did not decide (the rules' facts may overrule it)
 
 
 def _meant(sentence: str) -> str | None:
@@ -287,8 +323,9 @@ class ClaimReader:
         for i, v in zip(open_, vectors):
             r = first[i]
             talk, info = float(np.max(talk_vecs @ v)), float(np.max(info_vecs @ v))
-            if r.act == CLAIM and r.cue is None and talk >= SMALL_TALK_MIN and talk > info and _short(r.text):
-                out[i] = Reading(r.text, DROP)
+            if (r.act == CLAIM and r.cue is None and talk >= SMALL_TALK_MIN and talk > info and _short(r.text)
+                    and not _DATED.search(r.text)):
+                out[i] = Reading(r.text, DROP, by_meaning=True)
                 continue
             if r.act != CLAIM:
                 continue
@@ -309,7 +346,7 @@ class ClaimReader:
         words = [w for w in re.findall(r"[\w']+", meant.lower())]
         if not words or all(w in FILLER_WORDS or w in SMALL_TALK_WORDS for w in words):
             return Reading(meant, DROP)
-        if meant.rstrip(" )\"'").endswith("?") or _ASK.search(meant):
+        if _ASK.search(meant) or (meant.rstrip(" )\"'").endswith("?") and _QUESTION.search(meant)):
             return Reading(meant, ASK, names=names_of(meant))
         return Reading(meant, CLAIM, cue=cue_of(meant), names=names_of(meant))
 

@@ -284,11 +284,18 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
     canonical: list[ExtractedFact] = []
     kept: list[str] = []
     read: list[Reading | None] = []
+    dropped = False
     for sentence in (split_sentences(text) if said.assistant or readings is None else split_talk(text)):
         reading = None if said.assistant or readings is None else readings.get(sentence)
         if reading is not None:
-            if reading.act == DROP:
+            if reading.act == DROP and reading.by_meaning and any(sentence_facts(normalize(sentence), said)):
+                reading = replace(reading, act=CLAIM)  # small talk by its sound, but the rules read a fact in it
+            # a fragment after a sentence that says nothing, cut from it by an emoji, goes with it
+            # ("it's SO hot today 🥵 like 98 degrees")
+            if reading.act == DROP or (dropped and len(sentence.split()) <= 4):
+                dropped = not sentence.rstrip().endswith((".", "!", "?"))
                 continue
+            dropped = False
             sentence = reading.text  # what is meant of it ("... jk. for real, X": X)
         if said.assistant:
             sentence = without_assumption(sentence)
@@ -302,7 +309,7 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
         if not sentence.rstrip("\"')").endswith("?"):
             found = sentence_facts(normalize(sentence), said)
             # the assistant's words speak for the assistant only: never a fact about the user
-            canonical += [_with_claim(f, reading) for f in found
+            canonical += [_with_claim(f, reading, sentence) for f in found
                           if not said.assistant or is_own(f.subject, said.speaker)]
         kept.append(sentence)
         read.append(reading)
@@ -315,12 +322,12 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
         claim = groups[0][1]
         for quote in _quotes(_SPACE_RE.sub(" ", " ".join(kept)).strip(), canonical):
             if is_informative(quote):
-                yield _with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), claim)
+                yield _with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), claim, quote)
         return
     for texts, claim in groups:
         quote = _SPACE_RE.sub(" ", " ".join(texts)).strip()
         if is_informative(quote):
-            yield _with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), claim)
+            yield _with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), claim, quote)
 
 
 def _claim_groups(sentences: Sequence[str], read: Sequence[Reading | None]) -> list[tuple[list[str], Reading | None]]:
@@ -348,12 +355,15 @@ def _claim_groups(sentences: Sequence[str], read: Sequence[Reading | None]) -> l
     return groups or [([], None)]
 
 
-def _with_claim(fact: ExtractedFact, claim: Reading | None) -> ExtractedFact:
-    """``fact`` with the attribute, cue and names of the claim it comes from (statements also its own names)."""
+def _with_claim(fact: ExtractedFact, claim: Reading | None, text: str) -> ExtractedFact:
+    """``fact`` with the attribute and cue of the claim it comes from, and the names of ``text`` (what it says).
+
+    A correction's names hold its values too ("34", "march"): the value is what was wrong.
+    """
     if claim is None:
         return fact
-    names = tuple(sorted(claim.names | (names_of(fact.object) if fact.predicate == "statement" else frozenset())))
-    return replace(fact, attribute=claim.attribute, cue=claim.cue, names=names)
+    names = names_of(text, values=claim.cue == "correction") if claim.cue else frozenset()
+    return replace(fact, attribute=claim.attribute, cue=claim.cue, names=tuple(sorted(names)))
 
 
 #: Where a sentence starts a new clause with its own subject: "…, and I work at Initech".

@@ -107,6 +107,10 @@ class IngestRecords(Protocol):
         that two writers of several tenants never wait for each other.
         """
 
+    def lexical_search(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
+                       context_weight: float = 1.0) -> dict[str, float]:
+        """The tenant's best ``limit`` current facts by the words of ``text``: ``{fact id: BM25}``, best first."""
+
     def mark_entities_changed(self, tenant: Tenant, entity_ids: Iterable[str], when: str) -> None:
         """Flag entities for the next summary refresh."""
 
