@@ -13,6 +13,7 @@ import functools
 import re
 from collections.abc import Collection, Mapping
 
+from .attributes import ONE_VALUE
 from .models import Fact
 
 __all__ = ["Rivals", "conflicts", "counted_thing", "fact_key", "normalize_name"]
@@ -36,14 +37,20 @@ def fact_key(fact: Fact) -> tuple[str, str, str]:
     return normalize_name(fact.subject), normalize_name(fact.predicate), normalize_name(fact.object)
 
 
-def conflicts(old: Fact, new: Fact, *, single_valued: Collection[str], contradicted: Collection[str] = ()) -> bool:
+def conflicts(old: Fact, new: Fact, *, single_valued: Collection[str], contradicted: Collection[str] = (),
+              by_attribute: bool = True) -> bool:
     """Whether ``new`` contradicts the current fact ``old``.
+
+    Beside the spec's test, two claims on an attribute that holds one value at a time
+    (:data:`zep_core.attributes.ONE_VALUE`: where one lives, one's work…) conflict whatever
+    their predicates, unless one message says both.
 
     Args:
         old: a current fact already stored.
         new: a proposed fact.
         single_valued: predicates that hold one value at a time.
         contradicted: ids of known facts the extractor said this episode contradicts.
+        by_attribute: whether ``new``'s attribute may retire (the extractor was sure of it).
 
     """
     if not old.is_current or new.valid_until is not None or old.user_id != new.user_id:
@@ -54,6 +61,9 @@ def conflicts(old: Fact, new: Fact, *, single_valued: Collection[str], contradic
         return False
     if old.id in contradicted:
         return True
+    if (by_attribute and old.attribute is not None and old.attribute == new.attribute and old.attribute in ONE_VALUE
+            and not set(old.source_message_ids) & set(new.source_message_ids)):
+        return True  # "we're in Leeds now" after "I live in Manchester": one home at a time, whatever the words
     thing = counted_thing(old_o)
     if old_p == new_p and old_p not in single_valued and thing and thing == counted_thing(new_o):
         return True  # "has 2 kids", then "has 3 kids": a count of one thing holds one value at a time
@@ -77,7 +87,7 @@ class Rivals:
 
     ``conflicts(old, new)`` holds only where ``old`` has ``new``'s subject and predicate
     — any value when the predicate is single-valued, a count of the same thing
-    otherwise — or is one of the ``contradicted``. So a proposed fact is compared with
+    otherwise — or its one-value attribute, or is one of the ``contradicted``. So a proposed fact is compared with
     that bucket and those facts only: an episode of 1,000 facts was compared with every
     fact held, 500,000 times. A fact that is no longer current is never a rival again
     (nothing in a plan makes it current), so it leaves its bucket when next met.
@@ -90,20 +100,23 @@ class Rivals:
         self._buckets: dict[tuple[str, ...], list[str]] = {}
         self._named: list[str] = []
 
-    def _bucket(self, fact: Fact) -> tuple[str, ...] | None:
+    def _bucket(self, fact: Fact) -> list[tuple[str, ...]]:
         subject, predicate, obj = fact_key(fact)
+        keys: list[tuple[str, ...]] = []
+        if fact.attribute is not None and fact.attribute in ONE_VALUE:
+            keys.append((subject, "@" + fact.attribute))
         if predicate in self._single:
-            return subject, predicate
-        thing = counted_thing(obj)
-        return (subject, predicate, thing) if thing else None
+            keys.append((subject, predicate))
+        elif thing := counted_thing(obj):
+            keys.append((subject, predicate, thing))
+        return keys
 
     def hold(self, fact: Fact) -> None:
         """``fact`` joined the plan (after those held before it)."""
         if fact.id in self._order:
             return
         self._order[fact.id] = len(self._order)
-        key = self._bucket(fact)
-        if key is not None:
+        for key in self._bucket(fact):
             self._buckets.setdefault(key, []).append(fact.id)
         if fact.id in self._contradicted:
             self._named.append(fact.id)
@@ -119,8 +132,11 @@ class Rivals:
             named: add the ``contradicted`` facts (``conflicts(..., contradicted=())`` needs none).
 
         """
-        key = self._bucket(new)
-        bucket = self._buckets.get(key, []) if key is not None else []
-        bucket[:] = [i for i in bucket if held[i].is_current]
-        ids = {*bucket, *(self._named if named else ()), *(i for i in also if i in held)}
+        ids: set[str] = set()
+        for key in self._bucket(new):
+            bucket = self._buckets.get(key, [])
+            bucket[:] = [i for i in bucket if held[i].is_current]
+            ids.update(bucket)
+        ids.update(self._named if named else ())
+        ids.update(i for i in also if i in held)
         return [held[i] for i in sorted(ids, key=self._order.__getitem__)]

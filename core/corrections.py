@@ -22,7 +22,7 @@ from datetime import datetime
 from .models import Fact, new_id
 from .providers.base import ExtractedCorrection
 from .providers.talk import same_kind_values
-from .stores.records import RecordStore
+from .stores.record_protocols import IngestRecords
 from .temporal import STATEMENT, is_own, mentions, normalize_name
 
 __all__ = ["Correction", "plan_corrections", "prepare", "replacement_kinds"]
@@ -127,7 +127,7 @@ def plan_corrections(facts: Iterable[Fact], corrections: Sequence[Correction]) -
 _CANDIDATES = 20
 
 
-def prepare(records: RecordStore, user_id: str, found: Sequence[ExtractedCorrection], proposals: Sequence[Fact],
+def prepare(records: IngestRecords, user_id: str, found: Sequence[ExtractedCorrection], proposals: Sequence[Fact],
             subject_ids: Mapping[str, str], *, episode_id: str, now: datetime) -> tuple[list[Correction], list[Fact]]:
     """The corrections of an episode as the update rules take them, and the stored facts they may take back.
 
@@ -173,7 +173,7 @@ def prepare(records: RecordStore, user_id: str, found: Sequence[ExtractedCorrect
     return fixes, [f for f in stored.values() if f.id not in proposed]
 
 
-def _search(records: RecordStore, user_id: str, words: str) -> list[Fact]:
+def _search(records: IngestRecords, user_id: str, words: str) -> list[Fact]:
     if not words.strip():
         return []
     ids = list(records.lexical_search(user_id, words, limit=_CANDIDATES, context_weight=0.0))
@@ -184,7 +184,7 @@ def _spoken(facts: Sequence[Fact], speaker: str) -> list[Fact]:
     return [f for f in facts if is_own(normalize_name(f.subject), speaker)]
 
 
-def _from_messages(records: RecordStore, user_id: str, subject_ids: Sequence[str | None],
+def _from_messages(records: IngestRecords, user_id: str, subject_ids: Sequence[str | None],
                    messages: Sequence[str]) -> list[Fact]:
     subjects = [s for s in dict.fromkeys(subject_ids) if s is not None]
     if not subjects or not messages:

@@ -276,7 +276,8 @@ def _fact_from(row: dict[str, Any], line: int, config: MemoryConfig) -> FactRow:
                 confidence=confidence, valid_from=_time(row, "valid_from", required=True),
                 valid_until=_time(row, "valid_until"), superseded_by=_ident(row, "superseded_by", required=False),
                 source_message_ids=tuple(sources), created_at=_time(row, "created_at"),
-                expired_at=_time(row, "expired_at"))
+                expired_at=_time(row, "expired_at"),
+                attribute=_text(row, "attribute", required=False))
     if fact.superseded_by is not None and fact.valid_until is None:
         raise ValidationError("superseded_by is set but valid_until is not; a superseded fact has ended")
     subject_id = _ident(row, "subject_id")

@@ -20,6 +20,7 @@ from datetime import datetime
 import numpy as np
 
 from . import corrections
+from .attributes import ONE_VALUE, attribute_of
 from .config import MemoryConfig
 from .corrections import plan_corrections
 from .errors import NotFoundError, ValidationError
@@ -56,6 +57,7 @@ class Proposals:
     spare: list[Fact] = field(default_factory=list)  # covered quotes: stored only if a fact they back is not
     said_at: dict[str, datetime] = field(default_factory=dict)  # id -> when its first message was said
     cues: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # id -> (cue, names) of a claim
+    retiring: set[str] | None = None  # claims whose one-value attribute retires older ones (None: every fact's)
 
     def entity_names(self) -> list[str]:
         """Every name that is, or becomes, an entity: subjects and entity objects."""
@@ -98,8 +100,10 @@ def propose(episode: Episode, extraction: Extraction, now: datetime, config: Mem
         try:
             subject = speaker if is_first_person(x.subject) else x.subject
             obj = speaker if is_first_person(x.object) else x.object
+            predicate = canonical_predicate(x.predicate)
             fact = Fact(
-                content=x.content, subject=subject.strip(), predicate=canonical_predicate(x.predicate),
+                content=x.content, subject=subject.strip(), predicate=predicate,
+                attribute=x.attribute if predicate == STATEMENT else attribute_of(predicate),
                 object=obj.strip(), confidence=x.confidence,
                 valid_from=x.valid_from or said_at[first.id], valid_until=x.valid_until,
                 user_id=episode.user_id, episode_id=episode.id, source_message_ids=sources,
@@ -111,6 +115,10 @@ def propose(episode: Episode, extraction: Extraction, now: datetime, config: Mem
         out.said_at[fact.id] = said_at[first.id]
         if x.cue and x.names and first.role == "user":
             out.cues[fact.id] = (x.cue, tuple(x.names))
+        if x.retires is not None:
+            out.retiring = out.retiring if out.retiring is not None else set()
+            if x.retires:
+                out.retiring.add(fact.id)
         if _hearsay(fact, [by_id[s] for s in sources], said_by):
             out.hearsay.add(fact.id)
         out.kinds[fact.id] = (types.get(normalize_name(subject), x.subject_type),
@@ -204,16 +212,17 @@ class RuleApplier:
         at = min(message_times(episode.messages, now).values())  # a contradicted fact nothing replaces ends then
         plan = self._plan(user, list({s for s, _ in entity_of.values()}), proposals, contradicted, now,
                           taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at, at=at,
-                          replaced=replaced)
-        lost = {m for d in plan.discarded for m in d.fact.source_message_ids}
-        spare = [q for q in proposed.spare if lost & set(q.source_message_ids)]
+                          replaced=replaced, retiring=proposed.retiring)
+        lost = {m: d.conflicting_fact_id for d in plan.discarded for m in d.fact.source_message_ids}
+        spare = [q for q in proposed.spare if set(lost) & set(q.source_message_ids)]
         if spare:  # a fact the rules discarded: its quote says it instead, so nothing said is lost
+            spare = self._as_history(user, spare, lost)
             proposals = [*proposals, *spare]
             fact_vectors = {**fact_vectors, **self._embed([q.content for q in spare if q.content not in fact_vectors])}
             entity_of.update({q.id: (eid(q.subject), None) for q in spare})
             plan = self._plan(user, list({s for s, _ in entity_of.values()}), proposals, contradicted, now,
                               taken_back=taken, also=extra, hearsay=proposed.hearsay, said_at=proposed.said_at, at=at,
-                              replaced=replaced)
+                              replaced=replaced, retiring=proposed.retiring)
         new_entities = self._new_entities(plan, entity_of, types, resolved, user)
         unembedded = [e.name for e in new_entities.values() if e.name not in entity_vectors]
         if unembedded:  # names stored when the episode was embedded, gone since (the user forgotten and back)
@@ -285,11 +294,25 @@ class RuleApplier:
                                 and f.predicate == old.predicate), None)
         return out, wrong
 
+    def _as_history(self, user: Tenant, quotes: Sequence[Fact], lost: Mapping[str, str | None]) -> list[Fact]:
+        """The quotes of discarded facts, ended when what stood against them began: what held then, in history.
+
+        "I live in Madrid", told after "I live in Berlin" but dated before it, held until
+        Berlin began; its quote says so, and never stands beside Berlin as current.
+        """
+        ids = {lost[m] for q in quotes for m in q.source_message_ids if lost.get(m)}
+        blockers = self.records.get_facts(user, sorted(ids)) if ids else {}
+        out = []
+        for q in quotes:
+            by = next((blockers.get(lost[m]) for m in q.source_message_ids if lost.get(m) in blockers), None)
+            out.append(replace(q, attribute=None, valid_until=max(by.valid_from, q.valid_from)) if by else q)
+        return out
+
     def _plan(self, user: str, subjects: list[str], proposals: Sequence[Fact], contradicted: set[str],
               now: datetime, *, taken_back: Mapping[str, str | None] | None = None,
               also: Sequence[Fact] = (), hearsay: Collection[str] = (),
               said_at: Mapping[str, datetime] | None = None, at: datetime | None = None,
-              replaced: Mapping[str, str] | None = None) -> UpdatePlan:
+              replaced: Mapping[str, str] | None = None, retiring: Collection[str] | None = None) -> UpdatePlan:
         """The update rules over the stored facts they can touch, read as they turn out to be needed.
 
         First the facts a proposal can reinforce, end or supersede
@@ -303,13 +326,15 @@ class RuleApplier:
         current = self.records.rule_candidates(
             user, subjects, rivals=sorted({f.predicate for f in proposals if normalize_name(f.predicate) in single
                                            or counted_thing(normalize_name(f.object))}),
-            restated=sorted({(f.predicate, f.object) for f in proposals}), ids=sorted(contradicted))
+            restated=sorted({(f.predicate, f.object) for f in proposals}), ids=sorted(contradicted),
+            attributes=sorted({f.attribute for f in proposals if f.attribute in ONE_VALUE}))
         known = {f.id for f in current}
         current = [*current, *(f for f in also if f.id not in known)]
         if said_at and proposals:  # when the stored rivals were told: a later word may replace a present-tense one
             earliest = min(f.valid_from for f in proposals)  # only a rival not older than a proposal can block it
             rivals = [f for f in current if f.valid_from >= earliest and (
-                normalize_name(f.predicate) in single or counted_thing(normalize_name(f.object)))]
+                normalize_name(f.predicate) in single or counted_thing(normalize_name(f.object))
+                or f.attribute in ONE_VALUE)]
             if rivals:
                 said_at = {**self.records.told_at(user, rivals), **said_at}
         flagged = [f for f in current if f.id in contradicted]  # their quotes retire with them: read theirs too
@@ -320,7 +345,7 @@ class RuleApplier:
         while True:
             plan = plan_updates(current, proposals, single_valued=single, contradicted=contradicted,
                                 taken_back=taken_back, hearsay=hearsay, said_at=said_at, at=at, replaced=replaced,
-                                now=now)
+                                retiring=retiring, now=now)
             messages = {m for f in plan.superseded for m in f.source_message_ids} - read
             if not messages:
                 return plan

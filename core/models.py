@@ -195,6 +195,9 @@ class Episode:
 class Fact:
     """A fact with time: the spec's Fact plus ids, provenance and system times.
 
+    ``attribute`` is what the fact is a claim about (:mod:`zep_core.attributes`: ``home``,
+    ``work``…), when the extractor knew: a newer claim on a one-value attribute retires it.
+
     ``score`` (the total) and its parts ``semantic_score`` (cosine), ``lexical_score``
     (BM25, 0 when the words did not match) and ``graph_score`` (hop score) are set on
     facts returned by :meth:`zep_core.Memory.get_context`, and ``newer_fact_id`` when a
@@ -221,6 +224,7 @@ class Fact:
     source_message_ids: tuple[str, ...] = ()
     created_at: datetime | None = None
     expired_at: datetime | None = None
+    attribute: str | None = None
     score: float | None = field(default=None, compare=False)
     semantic_score: float | None = field(default=None, compare=False)
     graph_score: float | None = field(default=None, compare=False)
@@ -239,6 +243,8 @@ class Fact:
         object.__setattr__(self, "created_at", _optional_utc(self.created_at, "fact created_at"))
         object.__setattr__(self, "expired_at", _optional_utc(self.expired_at, "fact expired_at"))
         object.__setattr__(self, "source_message_ids", tuple(self.source_message_ids))
+        if self.attribute is not None:
+            check_text(self.attribute, "fact attribute")
         if self.valid_until is not None and self.valid_until < self.valid_from:
             raise InvariantError(
                 f"fact {self.subject} {self.predicate} {self.object}: valid_until "

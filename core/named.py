@@ -29,8 +29,9 @@ from .tenant import Tenant
 
 __all__ = ["Named", "named_by_cues"]
 
-#: Stored facts looked at per claim (the lexical index's best matches of its names).
-CANDIDATES = 20
+#: A name found in more of a user's current facts than this is a topic ("painting", "work"), not one
+#: thing ("the corolla"): a claim does not retire what merely shares a topic with it.
+SPECIFIC = 3
 #: Where a statement splits into parts that may hold or go apart: sentences, and clauses of their own subject.
 _PARTS = re.compile(r"(?<=[.!?])\s+|;\s*|(?:,\s*(?:(?:and|but|so|also|plus)\s+)?|\s+(?:and|but|so|also|plus)\s+)"
                     r"(?=(?:i|i'm|im|i've|i'd|my|we|we're|our)\s)", re.IGNORECASE)
@@ -82,7 +83,15 @@ def named_by_cues(records: IngestRecords, user: Tenant, proposals: Sequence[Fact
             continue
         kind, names = cue[0], frozenset(cue[1])
         speaker = normalize_name(new.subject).split("'s ", 1)[0]
-        hits = records.lexical_search(user, " ".join(sorted(names)), limit=CANDIDATES, context_weight=0.0)
+        hits: dict[str, float] = {}
+        for name in sorted(names):  # a name that names one thing is in few statements: a topic is in many
+            found_by = records.lexical_search(user, name, limit=SPECIFIC + 1, context_weight=0.0)
+            if len(found_by) > SPECIFIC:
+                names -= {name}
+            else:
+                hits.update(found_by)
+        if not names:
+            continue
         found = [f for f in records.get_facts(user, list(hits)).values() if f.is_current]
         earlier = [f for f in proposals if said_at.get(f.id, f.valid_from) < said_at.get(new.id, new.valid_from)]
         for old in [*found, *earlier]:

@@ -42,6 +42,8 @@ def fact_to_dict(fact: Fact, *, scores: bool = False) -> dict[str, Any]:
         "source_message_ids": list(fact.source_message_ids),
         "created_at": time_text(fact.created_at), "expired_at": time_text(fact.expired_at),
     }
+    if fact.attribute is not None:
+        out["attribute"] = fact.attribute
     if scores:
         out.update(score=fact.score, semantic_score=fact.semantic_score, lexical_score=fact.lexical_score,
                    graph_score=fact.graph_score)

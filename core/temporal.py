@@ -252,6 +252,7 @@ def plan_updates(
     said_at: Mapping[str, datetime] | None = None,
     at: datetime | None = None,
     replaced: Mapping[str, str] | None = None,
+    retiring: Collection[str] | None = None,
     now: datetime,
 ) -> UpdatePlan:
     """Apply the update rules to an episode's proposed facts.
@@ -283,6 +284,8 @@ def plan_updates(
             its facts replaces ends then (``now`` when not given).
         replaced: stored facts (by id) that a proposal (the id they map to) says changed or
             ended: each is superseded by it, with its quotes, whatever the predicates.
+        retiring: the proposals whose one-value attribute retires the older claims on it (the
+            extractor was sure of it); None: every proposal's.
         now: the ingest time, recorded as ``expired_at`` of superseded facts.
 
     """
@@ -333,7 +336,8 @@ def plan_updates(
             continue
         # (an end stated before the current fact began is an earlier stint: stored below, in history)
         rivals = [old for old in rivals_of.candidates(new, state)
-                  if conflicts(old, new, single_valued=single_valued, contradicted=contradicted)]
+                  if conflicts(old, new, single_valued=single_valued, contradicted=contradicted,
+                               by_attribute=retiring is None or new.id in retiring)]
         told = said_at.get(new.id)
         blocker = next((old for old in rivals if not new.valid_from > old.valid_from
                         and not _told_after(new, told, old, said_at.get(old.id))), None)

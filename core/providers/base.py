@@ -87,6 +87,8 @@ class ExtractedFact:
             else None; with ``names``, the words that say which thing ("corolla"), it
             retires the speaker's earlier statements that name the same thing.
         names: see ``cue``.
+        retires: whether its ``attribute`` is sure enough to retire the older claims on it (None:
+            the extractor does not say; an attribute it gives then always does).
 
     """
 
@@ -105,6 +107,7 @@ class ExtractedFact:
     attribute: str | None = None
     cue: str | None = None
     names: tuple[str, ...] = ()
+    retires: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 
+from ..attributes import attribute_of
 from ..models import Message
 from ..temporal import is_own
 from .base import ExtractedCorrection, ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
@@ -307,7 +308,10 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
                 continue  # what a correction means goes into the statement it corrects
             sentence = cues[0].rest  # "scratch that, I'm a librarian": the new statement is read as said
         if not sentence.rstrip("\"')").endswith("?"):
-            found = sentence_facts(normalize(sentence), said)
+            found = list(sentence_facts(normalize(sentence), said))
+            stated = next((a for f in found if (a := attribute_of(f.predicate)) and f.subject == said.speaker), None)
+            if reading is not None and reading.act == CLAIM and stated:  # the rules' word over the meaning's
+                reading = replace(reading, attribute=stated, sure=True)
             # the assistant's words speak for the assistant only: never a fact about the user
             canonical += [_with_claim(f, reading, sentence) for f in found
                           if not said.assistant or is_own(f.subject, said.speaker)]
@@ -331,27 +335,31 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
 
 
 def _claim_groups(sentences: Sequence[str], read: Sequence[Reading | None]) -> list[tuple[list[str], Reading | None]]:
-    """A message's kept sentences, one group per claim that says what it is about or what it changes.
+    """A message's kept sentences, one group per claim that changes or corrects something.
 
-    A claim with an attribute or a cue starts a group; the sentences after it (asks, other
-    claims) go with it, those before the first such claim with the first. So "got rid of
-    the corolla. how often should I change the oil on the civic?" is one quote that ends
-    the old car's statements, and a message about a move and a job is two quotes, each
-    retired by its own news.
+    A claim with a cue starts a group; the sentences after it (asks, other claims) go with
+    it, those before the first such claim with the first. So "got rid of the corolla. how
+    often should I change the oil on the civic?" is one quote that ends the old car's
+    statements, while the rest of the message stays one quote (quoted whole, a message is
+    found whole). A group's claim is its cue's, else its first claim with an attribute.
     """
     groups: list[tuple[list[str], Reading | None]] = []
     lead: list[str] = []
     for sentence, reading in zip(sentences, read):
-        starts = reading is not None and reading.act == CLAIM and (reading.attribute or reading.cue)
-        if starts:
-            groups.append(([*lead, sentence], reading))
+        claim = reading if reading is not None and reading.act == CLAIM else None
+        if claim is not None and claim.cue:
+            groups.append(([*lead, sentence], claim))
             lead = []
         elif groups:
-            groups[-1][0].append(sentence)
+            text, held = groups[-1]
+            text.append(sentence)
+            if held is None and claim is not None and claim.attribute:
+                groups[-1] = (text, claim)
         else:
             lead.append(sentence)
     if lead:
-        groups.append((lead, None))
+        first = next((r for r in read[:len(lead)] if r is not None and r.act == CLAIM and r.attribute), None)
+        groups.append((lead, first))
     return groups or [([], None)]
 
 
@@ -363,7 +371,8 @@ def _with_claim(fact: ExtractedFact, claim: Reading | None, text: str) -> Extrac
     if claim is None:
         return fact
     names = names_of(text, values=claim.cue == "correction") if claim.cue else frozenset()
-    return replace(fact, attribute=claim.attribute, cue=claim.cue, names=tuple(sorted(names)))
+    return replace(fact, attribute=claim.attribute, cue=claim.cue, names=tuple(sorted(names)),
+                   retires=bool(claim.attribute and claim.sure))
 
 
 #: Where a sentence starts a new clause with its own subject: "…, and I work at Initech".

@@ -253,6 +253,7 @@ class FactOut(BaseModel):
     source_message_ids: list[str]
     created_at: str | None
     expired_at: str | None
+    attribute: str | None = Field(None, description="what the fact is a claim about (home, work…), when known")
     score: float | None
     semantic_score: float | None
     lexical_score: float | None

@@ -118,7 +118,8 @@ class IngestRecords(Protocol):
         """The user each stored fact, entity or episode id belongs to (ids not stored are absent)."""
 
     def rule_candidates(self, tenant: Tenant, subject_ids: Sequence[str], *, rivals: Sequence[str],
-                        restated: Sequence[tuple[str, str]], ids: Sequence[str] = ()) -> list[Fact]:
+                        restated: Sequence[tuple[str, str]], ids: Sequence[str] = (),
+                        attributes: Sequence[str] = ()) -> list[Fact]:
         """The current facts of these subjects a proposed fact can reinforce, end or supersede."""
 
     def set_episode_status(self, tenant: Tenant, episode_id: str, status: str, *, error: str | None = None,

@@ -52,6 +52,10 @@ __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "FactRow", "RankingRow", 
 #: ``messages_user`` and ``aliases_entity`` (``messages(user_id)``, ``aliases(entity_id)``)
 #: gave way to ``messages_key`` and ``aliases_key`` (dropped on open).
 #:
+#: ``facts.attribute`` (what a claim is about, :mod:`zep_core.attributes`) needs no bump: an older
+#: version neither reads nor writes it (its facts have none), and a folder from before it gets the
+#: column on open; ``facts_attribute`` serves the update rules' read of a one-value attribute.
+#:
 #: ``facts_current`` (a user's current fact ids) and ``vector_tiers`` (the users whose vectors
 #: have a Chroma collection, :mod:`zep_core.stores.tiered`) serve the exact search of small
 #: users' vectors (new in version 6, whose folders an older version refuses).
@@ -78,7 +82,7 @@ CREATE TABLE IF NOT EXISTS facts (
     valid_from TEXT NOT NULL, valid_until TEXT, superseded_by TEXT,
     created_at TEXT, expired_at TEXT, source_message_ids TEXT NOT NULL,
     subject_id TEXT NOT NULL, object_id TEXT, embedding BLOB NOT NULL,
-    object_key TEXT,
+    object_key TEXT, attribute TEXT,
     CHECK (valid_until IS NULL OR valid_from <= valid_until),
     CHECK (confidence >= 0 AND confidence <= 1));
 CREATE INDEX IF NOT EXISTS facts_key ON facts(user_id, id);
@@ -95,6 +99,8 @@ CREATE INDEX IF NOT EXISTS facts_in ON facts(user_id, object_id, subject_id)
     WHERE valid_until IS NULL AND superseded_by IS NULL AND object_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS facts_current ON facts(user_id, id)
     WHERE valid_until IS NULL AND superseded_by IS NULL;
+CREATE INDEX IF NOT EXISTS facts_attribute ON facts(user_id, subject_id, attribute)
+    WHERE attribute IS NOT NULL AND valid_until IS NULL AND superseded_by IS NULL;
 CREATE TABLE IF NOT EXISTS vector_tiers (user_id TEXT PRIMARY KEY, state TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS entities (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL,
@@ -149,6 +155,7 @@ class FactRow(NamedTuple):
     source_message_ids: str
     subject_id: str
     object_id: str | None
+    attribute: str | None
 
     @property
     def current(self) -> bool:
@@ -222,7 +229,7 @@ def fact_from_row(row: Sequence[Any], **scores: Any) -> Fact:
         Fact, id=r.id, user_id=Tenant.stored(r.user_id), episode_id=r.episode_id, subject=r.subject,
         predicate=r.predicate, object=r.object, content=r.content, confidence=float(r.confidence),
         valid_from=parse_time(r.valid_from), valid_until=parse_time(r.valid_until), superseded_by=r.superseded_by,
-        created_at=parse_time(r.created_at), expired_at=parse_time(r.expired_at),
+        created_at=parse_time(r.created_at), expired_at=parse_time(r.expired_at), attribute=r.attribute,
         source_message_ids=tuple(json.loads(r.source_message_ids)), **scores)
 
 

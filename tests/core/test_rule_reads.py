@@ -38,7 +38,8 @@ def _compared(memory):
         said_at = {**records.told_at(user, everything), **(corrections.get("said_at") or {})}
         want = plan_updates(everything, proposals, single_valued=memory.config.single_valued_predicates,
                             contradicted=contradicted, taken_back=corrections.get("taken_back"),
-                            hearsay=corrections.get("hearsay", ()), said_at=said_at, now=now)
+                            hearsay=corrections.get("hearsay", ()), said_at=said_at, at=corrections.get("at"),
+                            replaced=corrections.get("replaced"), retiring=corrections.get("retiring"), now=now)
         assert _summary(got) == _summary(want), [f.content for f in proposals]
         checked.append(bool(want.superseded))
         return got

@@ -13,7 +13,8 @@ from zep_core.stores.records import RecordStore
 CORE = Path(record_protocols.__file__).resolve().parents[1]
 #: Each protocol's consumer: the modules its code is written in.
 CONSUMERS = {
-    "RetrievalRecords": ("retrieval.py",), "IngestRecords": ("ingest.py", "ingest_rules.py"),
+    "RetrievalRecords": ("retrieval.py",),
+    "IngestRecords": ("ingest.py", "ingest_rules.py", "named.py", "corrections.py"),
     "SessionRecords": ("sessions.py",), "SyncRecords": ("sync.py", "indexing.py"),
     "VectorTierRecords": ("stores/tiered.py",), "GraphRecords": ("stores/sandbox.py",),
     "MaintenanceRecords": ("maintenance.py",), "TransferRecords": ("transfer.py",),

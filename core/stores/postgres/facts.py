@@ -63,11 +63,12 @@ class PgFactRows(PgLexicalRows):
             self._exec(tenant, "DELETE FROM facts WHERE user_id = %s AND id = ANY(%s)", [tenant, ids])
             self._many(tenant,
                        f"INSERT INTO facts({FACT_COLUMNS}, embedding, object_key) "
-                       "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                       "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                        [(f.id, tenant, f.episode_id, f.subject, f.predicate, f.object, f.content,
                          f.confidence, iso(f.valid_from), iso(f.valid_until), f.superseded_by,
                          iso(f.created_at), iso(f.expired_at), json.dumps(list(f.source_message_ids)),
-                         s.subject_id, s.object_id, np.asarray(s.embedding, dtype=np.float32), normalize_name(f.object))
+                         s.subject_id, s.object_id, f.attribute, np.asarray(s.embedding, dtype=np.float32),
+                         normalize_name(f.object))
                         for s in mine for f in [s.fact]])
             self._index_lexical(tenant, ids)
             self._sync_ann(tenant, ids)
@@ -157,11 +158,13 @@ class PgFactRows(PgLexicalRows):
         return [fact_from_row(r) for r in rows]
 
     def rule_candidates(self, tenant: Tenant, subject_ids: Sequence[str], *, rivals: Sequence[str],
-                        restated: Sequence[tuple[str, str]], ids: Sequence[str] = ()) -> list[Fact]:
+                        restated: Sequence[tuple[str, str]], ids: Sequence[str] = (),
+                        attributes: Sequence[str] = ()) -> list[Fact]:
         """The current facts of these subjects a proposed fact can reinforce, end or supersede (as the SQLite store's).
 
         Every current fact with one of the ``rivals`` predicates, the facts said again
-        (``restated``, by predicate and ``object_key``) and the flagged ``ids``: each a seek of
+        (``restated``, by predicate and ``object_key``), the claims on one of the ``attributes`` and the
+        flagged ``ids``: each a seek of
         ``facts_rule_keys`` or ``facts_key``.
         """
         if not subject_ids and not ids:
@@ -180,6 +183,9 @@ class PgFactRows(PgLexicalRows):
             exact = " AND predicate = 'statement'" if predicate == STATEMENT else ""
             parts.append((f"{head} AND lower(predicate) = %s{exact} AND object_key = ANY(%s)",
                           [tenant, subjects, predicate, sorted(objects)]))
+        if attributes and subjects:
+            parts.append((f"{head} AND attribute = ANY(%s) AND attribute IS NOT NULL",
+                          [tenant, subjects, list(attributes)]))
         if ids:
             parts.append((f"SELECT {_ORDERED_FACTS} FROM facts WHERE user_id = %s AND id = ANY(%s) AND {_CURRENT}",
                           [tenant, list(ids)]))  # flagged by the extractor: whatever their subjects

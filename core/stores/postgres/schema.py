@@ -172,6 +172,10 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
      "dims INTEGER GENERATED ALWAYS AS (vector_dims(embedding)) STORED, PRIMARY KEY (user_id, id));\n"
      + _security(("ann_vectors",), first=False)
      + f"\nGRANT SELECT ON schema_migrations TO {TENANT_ROLE}, {STORE_ROLE};"),
+    (3, "facts.attribute: what a claim is about, and the index of a subject's current one-value claims",
+     "ALTER TABLE facts ADD COLUMN attribute TEXT;\n"
+     "CREATE INDEX facts_attribute ON facts(user_id, subject_id, attribute) "
+     f"WHERE attribute IS NOT NULL AND {CURRENT};"),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

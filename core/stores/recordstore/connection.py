@@ -72,6 +72,8 @@ class Connection:
             keyless = _lacks_column(conn, "facts", "object_key")  # a folder from before schema version 3
             if keyless:
                 conn.execute("ALTER TABLE facts ADD COLUMN object_key TEXT")
+            if _lacks_column(conn, "facts", "attribute"):  # a folder from before claims had an attribute
+                conn.execute("ALTER TABLE facts ADD COLUMN attribute TEXT")
             conn.executescript(SCHEMA + fts.SCHEMA + _RETIRED_INDEXES)
             conn.executescript(fts.SCRATCH)  # the connection's own scratch tables (temp: nothing in the file)
         except sqlite3.Error as exc:

@@ -49,11 +49,11 @@ class FactRows(Connection):
             self._unindex(user, ids)
         self._many(
             f"INSERT OR REPLACE INTO facts({FACT_COLUMNS}, embedding, object_key) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(f.id, f.user_id, f.episode_id, f.subject, f.predicate, f.object, f.content,
               f.confidence, iso(f.valid_from), iso(f.valid_until), f.superseded_by,
               iso(f.created_at), iso(f.expired_at), json.dumps(list(f.source_message_ids)),
-              s.subject_id, s.object_id, blob(s.embedding), normalize_name(f.object))
+              s.subject_id, s.object_id, f.attribute, blob(s.embedding), normalize_name(f.object))
              for s in facts for f in [s.fact]])
         for user, ids in by_user.items():
             self._index_lexical(user, ids)
@@ -183,14 +183,17 @@ class FactRows(Connection):
         return [fact_from_row(r) for r in rows]
 
     def rule_candidates(self, tenant: Tenant, subject_ids: Sequence[str], *, rivals: Sequence[str],
-                        restated: Sequence[tuple[str, str]], ids: Sequence[str] = ()) -> list[Fact]:
+                        restated: Sequence[tuple[str, str]], ids: Sequence[str] = (),
+                        attributes: Sequence[str] = ()) -> list[Fact]:
         """The current facts of these subjects a proposed fact can reinforce, end or supersede.
 
         That is every current fact with one of the ``rivals`` predicates (the proposals'
         single-valued ones: a new value supersedes any old one), the facts said again
         (``restated``: ``(predicate, object)`` pairs, matched by predicate and ``object_key``
         as the rules compare them: "I live in London!" is "i live in london" said again, and
-        "I no longer like jazz" ends "likes jazz") and ``ids`` (facts an extractor flagged as
+        "I no longer like jazz" ends "likes jazz"), the claims on one of the ``attributes`` (one-value
+        attributes of the proposals: "we're in Leeds now" retires "I live in Manchester"), and ``ids`` (facts
+        an extractor flagged as
         contradicted, whatever their subjects). Nothing else can be touched: a fact of a predicate that holds many
         values conflicts with no other value. So a speaker's hundreds of other facts stay
         unread, and ingestion does not slow down as a user's memory grows: the read seeks
@@ -221,6 +224,11 @@ class FactRows(Connection):
             exact = " AND +predicate = 'statement'" if predicate == STATEMENT else ""
             parts.append((f"{head} AND lower(predicate) = ?{exact} AND object_key IN ({','.join('?' * len(objects))})",
                           [user_id, *subject_ids, predicate, *sorted(objects)]))
+        if attributes:  # the subjects' current claims on a one-value attribute (``facts_attribute``)
+            parts.append((f"SELECT {_ORDERED_FACTS} FROM facts INDEXED BY facts_attribute WHERE user_id = ? "
+                          f"AND subject_id IN ({marks}) AND attribute IN ({','.join('?' * len(attributes))}) "
+                          "AND valid_until IS NULL AND superseded_by IS NULL",
+                          [user_id, *subject_ids, *attributes]))
         if ids:
             parts.append((f"SELECT {_ORDERED_FACTS} FROM facts INDEXED BY facts_key WHERE user_id = ? "
                           f"AND id IN ({','.join('?' * len(ids))}) "
