@@ -226,8 +226,8 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "timeline", cmd_timeline, "draw an entity's facts over time as a PNG",
         "Draw every fact about ENTITY as a bar from valid_from to valid_until (or now), the\n"
-        "superseded ones hatched and marked. Needs matplotlib: pip install 'zep-memory[viz]'\n"
-        "(in a clone: pip install -e '.[viz]').",
+        "superseded ones hatched and marked. Needs matplotlib: pip install -e '.[viz]' in a clone\n"
+        "(a wheel or a git URL: docs/install.md).",
         "  zep-memory timeline Alice --user alice --png alice.png",
         args=(arg("entity", metavar="ENTITY"),
               arg("--png", metavar="OUT", required=True, help="the PNG file to write"),
@@ -243,8 +243,8 @@ COMMANDS: tuple[Command, ...] = (
         "A key may read and write only its users; an admin key any user, and maintain/stats of all.\n"
         "Without keys every request may use every user, so the server then listens on loopback\n"
         "only and refuses any other --host. SIGTERM or Ctrl-C stops it cleanly (requests in flight\n"
-        "finish, the memory is closed). Needs the server extra: pip install 'zep-memory[server]' (in a clone:\n"
-        "pip install -e '.[server]').",
+        "finish, the memory is closed). Needs the server extra: pip install -e '.[server]' in a clone\n"
+        "(a wheel or a git URL: docs/install.md).",
         "  zep-memory serve --data ./data\n"
         "  ZEP_MEMORY_KEYS_FILE=/etc/zep/keys.json zep-memory serve --data /srv/memory --host 0.0.0.0",
         args=(arg("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)"),
@@ -261,7 +261,7 @@ COMMANDS: tuple[Command, ...] = (
         "search_memory, entity_history, related_entities, add_conversation, and forget with\n"
         "--allow-forget. Every tool is scoped to --user; no tool takes a user id. It works on a\n"
         "data folder (--data) or on the memory service (--url, its key in ZEP_MEMORY_API_KEY).\n"
-        "Needs the mcp extra: pip install 'zep-memory[mcp]' (in a clone: pip install -e '.[mcp]').\n"
+        "Needs the mcp extra: pip install -e '.[mcp]' in a clone (a wheel or a git URL: docs/install.md).\n"
         "Host configuration: docs/mcp.md.",
         "  zep-memory mcp --data ./data --user alice --user-name Alice\n"
         "  zep-memory mcp --data ./data --user alice --transport streamable-http --port 8766\n"
