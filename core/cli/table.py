@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import __version__
+from .. import ScoringSettings, __version__
 from .commands import (
     cmd_context,
     cmd_cypher,
@@ -42,6 +42,22 @@ from .commands import (
 __all__ = ["COMMANDS", "COMMON", "PROG", "Arg", "Command", "arg", "build_parser"]
 
 PROG = "zep-memory"
+
+
+def _context_ranking() -> str:
+    """How GetContext ranks, with the default configuration's numbers (so the help cannot drift from them)."""
+    s = ScoringSettings()
+    return ("The spec's GetContext: the facts true now that match QUERY by meaning (cosine of their\n"
+            "vectors), by their words (BM25) or through the graph (within "
+            f"{s.graph_hops} hops of an entity it names),\n"
+            f"ranked by reciprocal rank fusion: the sum of weight / ({s.rrf_k} + rank) over the rankings, with\n"
+            f"weights {s.semantic_weight:g} meaning, {s.lexical_weight:g} words and {s.graph_weight:g} graph "
+            f"({s.asker_weight:g} for the asker's own facts\n"
+            "in a first-person question); the graph only lifts facts that also match by meaning or\n"
+            "words. Every number is a MemoryConfig.scoring field (--config sets your own).")
+
+
+_CONTEXT_RANKING = _context_ranking()
 
 
 @dataclass(frozen=True)
@@ -132,8 +148,7 @@ COMMANDS: tuple[Command, ...] = (
               arg("--quiet", action="store_true", help="no progress on stderr"))),
     Command(
         "context", cmd_context, "the facts relevant to a query now (GetContext)",
-        "The spec's GetContext: current facts that match QUERY semantically or sit within two\n"
-        "hops of an entity it names, ranked by 0.7·semantic + 0.3·graph.",
+        _CONTEXT_RANKING,
         "  zep-memory context 'Where does Alice live?' --user alice\n"
         "  zep-memory context 'Where do I live?' --user alice --speaker Alice\n"
         "  zep-memory context 'Where did Alice live?' --user alice --as-of 2023-12-31 --block",
