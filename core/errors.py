@@ -126,5 +126,6 @@ class PermissionDeniedError(ZepMemoryError):
 
 
 def install_hint(extra: str) -> str:
-    """How to install an optional extra, for an installed package and for a clone of the repository."""
-    return f"pip install 'zep-memory[{extra}]' (from a clone of the repository: pip install -e '.[{extra}]')"
+    """How to install an optional extra: in a clone, and from a wheel or a git URL (nothing is on an index)."""
+    return (f"pip install -e '.[{extra}]' in a clone of zep-memory (from a wheel or a git URL, install it again "
+            f"with [{extra}]: docs/install.md)")

@@ -33,18 +33,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import numpy as np
 
 from .config import MemoryConfig
+from .episodes import EpisodeSpec, episode_key, episode_specs
 from .errors import ValidationError
 from .ingest_rules import Extracted, RuleApplier, propose
-from .models import Episode, Fact, IngestResult, Message, coerce_messages, new_id
+from .models import Episode, Fact, IngestResult, Message, coerce_messages
 from .providers.base import Embedder, Extraction, ExtractionContext, Extractor
 from .resolve import input_aliases, speaker_of
 from .stores.record_protocols import IngestRecords
@@ -52,8 +53,7 @@ from .sync import IndexSync
 from .temporal import (
     normalize_name,
 )
-from .tenant import Tenant, check_ids
-from .validation import check_episodes, check_id
+from .tenant import Tenant
 
 __all__ = ["EpisodeSpec", "Ingestor", "episode_specs", "validate_messages"]
 
@@ -91,55 +91,6 @@ def validate_messages(messages: Sequence[Any], config: MemoryConfig) -> list[Mes
 def _date_out_of_range(exc: BaseException) -> bool:
     """Whether ``exc`` is date arithmetic past ``datetime.min``/``max``: retrying cannot fix it."""
     return type(exc) is OverflowError or (type(exc) is ValueError and "out of range" in str(exc))
-
-
-class EpisodeSpec(NamedTuple):
-    """One episode for :meth:`Ingestor.conversation_end_many`, its ids already checked."""
-
-    session_id: str
-    messages: Sequence[Any]
-    user_id: str
-    episode_id: str | None
-
-
-_EPISODE_KEYS = ("session_id", "messages", "user_id", "episode_id")
-
-
-def episode_specs(episodes: Iterable[Any], progress: Any = None) -> list[EpisodeSpec]:
-    """The episodes of ``Memory.conversation_end_many`` as :class:`EpisodeSpec`, their ids checked (messages later).
-
-    Raises:
-        ValidationError: not an iterable of episodes (or ``progress`` not a callable), or an
-            episode with an unknown or missing key or a bad id, named by position (from 0).
-
-    """
-    check_episodes(episodes, progress)
-    return [_episode_spec(item, i) for i, item in enumerate(episodes)]
-
-
-def _episode_spec(item: Any, position: int) -> EpisodeSpec:
-    """One item of ``Memory.conversation_end_many`` as checked ids and its messages (checked later)."""
-    where = f"episode {position}"
-    if isinstance(item, Mapping):
-        unknown = [k for k in item if k not in _EPISODE_KEYS]
-        if unknown:
-            raise ValidationError(f"{where}: unknown key {unknown[0]!r}; an episode has "
-                                  f"{', '.join(_EPISODE_KEYS)}")
-        fields = {k: item[k] for k in _EPISODE_KEYS if k in item}
-    else:
-        fields = {k: getattr(item, k) for k in _EPISODE_KEYS if hasattr(item, k)}
-    for required in ("session_id", "messages"):
-        if required not in fields:
-            raise ValidationError(f"{where} has no {required!r}; pass a mapping with 'session_id' and 'messages' "
-                                  "(and optionally 'user_id', 'episode_id'), or an EpisodeInput")
-    try:
-        session_id, user_id = check_ids(session_id=fields["session_id"], user_id=fields.get("user_id", "default"))
-        episode_id = fields.get("episode_id")
-        if episode_id is not None:
-            check_id(episode_id, "episode_id")
-    except ValidationError as exc:
-        raise ValidationError(f"{where}: {exc}") from None
-    return EpisodeSpec(session_id, fields["messages"], user_id, episode_id)
 
 
 @dataclass(frozen=True)
@@ -216,7 +167,7 @@ class Ingestor:
         extracts is extracted now (:meth:`_again`).
         """
         msgs = validate_messages(messages, self.config)
-        episode_id = episode_id or new_id()
+        episode_id = episode_id or episode_key(user_id, session_id, msgs)  # sent again: the same id
         now = self._now()
         owner = self.records.episode_owner(episode_id)
         if owner is not None and owner != user_id:
@@ -333,7 +284,8 @@ class Ingestor:
 
         """
         prepared = self._prepare(episodes)
-        order = _by_user(prepared)
+        first = {p.id: k for k, p in reversed(list(enumerate(prepared)))}
+        order = [k for k in _by_user(prepared) if first[prepared[k].id] == k]  # an episode again: below
         last = {prepared[k].user_id: n for n, k in enumerate(order)}  # where each user's last episode is
         results: list[IngestResult | None] = [None] * len(prepared)
         with self.sync.deferred():  # each user's indexes are written once, after its last batch
@@ -345,7 +297,12 @@ class Ingestor:
                     results[k] = result
                     if progress is not None:
                         progress(k, result)
-        return cast(list[IngestResult], results)  # every position is in `order`
+        for k, p in enumerate(prepared):  # an episode without an id sent twice in the call: stored once
+            if results[k] is None:
+                results[k] = IngestResult(episode_id=p.id, status="duplicate")
+                if progress is not None:
+                    progress(k, results[k])
+        return cast(list[IngestResult], results)  # every position has its result
 
     def _prepare(self, episodes: Sequence[EpisodeSpec]) -> list[_Prepared]:
         """Check every episode (messages, ids unique in the call, not another user's) and build it, unstored."""
@@ -366,7 +323,7 @@ class Ingestor:
                 if owners.get(spec.episode_id, spec.user_id) != spec.user_id:
                     raise ValidationError(f"episode {i}: episode id {spec.episode_id!r} belongs to another user; "
                                           "use a new id")
-            episode_id = spec.episode_id or new_id()
+            episode_id = spec.episode_id or episode_key(spec.user_id, spec.session_id, msgs)
             msgs = [replace(m, id=m.id or f"{episode_id}:{j}") for j, m in enumerate(msgs)]
             out.append(_Prepared(episode_id, spec.session_id, spec.user_id, tuple(msgs)))
         return out

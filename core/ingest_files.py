@@ -29,7 +29,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import reprlib
@@ -39,6 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .episodes import episode_key
 from .errors import ValidationError
 from .models import IngestResult, Message, to_utc
 
@@ -273,15 +273,6 @@ def _messages(items: list[Any], where: str, default_time: datetime | None) -> li
                               timestamp=default_time)
         out.append(message)
     return out
-
-
-def episode_key(user_id: str, session_id: str, messages: Iterable[Message]) -> str:
-    """A deterministic episode id: the same user, session and messages give the same id."""
-    h = hashlib.sha256(f"{user_id}\x1f{session_id}".encode())
-    for m in messages:
-        stamp = m.timestamp.isoformat() if m.timestamp else ""
-        h.update(json.dumps([m.role, m.name, m.id, m.content, stamp], ensure_ascii=False).encode())
-    return "f-" + h.hexdigest()[:30]
 
 
 def _list(value: Any, where: str) -> list[Any]:

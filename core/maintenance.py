@@ -350,9 +350,12 @@ class Maintenance:
         """Counts per store, pending work and the embedder identity (and one user's counts)."""
         self.sync.catch_up()
         nodes, edges = self.graph.snapshot()
+        tiers = self.records.vector_tiers()
+        own = [u for u in users if tiers.get(u) == "ready"]  # searched in an index of their own, not exactly
         out: dict[str, Any] = {
             "records": self.records.table_counts(), "facts": self.records.count_facts(),
             "vectors": {kind: sum(self.vectors.count(u, kind) for u in users) for kind in VECTOR_KINDS},
+            "own_vector_index": {"users": len(own), "current": sum(self.vectors.count(u, "current") for u in own)},
             "graph": {"entities": len(nodes), "facts": len(edges)},
             "users": len(users),
             "pending_episodes": len(self.records.episode_ids(status="pending")),

@@ -147,13 +147,18 @@ class Memory(MemoryAdmin):
 
         The episode and every message are committed before extraction runs, so a
         failing extractor loses nothing: the episode stays ``pending`` and
-        :meth:`maintain` retries it. Sending the same ``episode_id`` twice is a no-op.
+        :meth:`maintain` retries it. Sending the same episode twice stores it once: the
+        second send is a ``duplicate``.
 
         Args:
             session_id: the conversation.
             messages: :class:`Message` objects, dicts with ``role``/``content``, or pairs.
             user_id: the tenant.
-            episode_id: a caller-chosen id that makes retries idempotent.
+            episode_id: the episode's id. By default it is derived from the user, the
+                session and the messages (:func:`zep_core.episodes.episode_key`; a message's
+                timestamp counts, the memory's clock does not), so the same words sent again
+                in the same session are a ``duplicate``; give each send its own id to store
+                them twice.
 
         Returns:
             An :class:`IngestResult` listing facts added, reinforced, superseded, discarded.

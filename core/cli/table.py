@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import __version__
+from .. import ScoringSettings, __version__
 from ..server.limits import DEFAULT_LIMITS
 from .commands import (
     cmd_context,
@@ -43,6 +43,22 @@ from .commands import (
 __all__ = ["COMMANDS", "COMMON", "PROG", "Arg", "Command", "arg", "build_parser"]
 
 PROG = "zep-memory"
+
+
+def _context_ranking() -> str:
+    """How GetContext ranks, with the default configuration's numbers (so the help cannot drift from them)."""
+    s = ScoringSettings()
+    return ("The spec's GetContext: the facts true now that match QUERY by meaning (cosine of their\n"
+            "vectors), by their words (BM25) or through the graph (within "
+            f"{s.graph_hops} hops of an entity it names),\n"
+            f"ranked by reciprocal rank fusion: the sum of weight / ({s.rrf_k} + rank) over the rankings, with\n"
+            f"weights {s.semantic_weight:g} meaning, {s.lexical_weight:g} words and {s.graph_weight:g} graph "
+            f"({s.asker_weight:g} for the asker's own facts\n"
+            "in a first-person question); the graph only lifts facts that also match by meaning or\n"
+            "words. Every number is a MemoryConfig.scoring field (--config sets your own).")
+
+
+_CONTEXT_RANKING = _context_ranking()
 
 
 @dataclass(frozen=True)
@@ -133,8 +149,7 @@ COMMANDS: tuple[Command, ...] = (
               arg("--quiet", action="store_true", help="no progress on stderr"))),
     Command(
         "context", cmd_context, "the facts relevant to a query now (GetContext)",
-        "The spec's GetContext: current facts that match QUERY semantically or sit within two\n"
-        "hops of an entity it names, ranked by 0.7·semantic + 0.3·graph.",
+        _CONTEXT_RANKING,
         "  zep-memory context 'Where does Alice live?' --user alice\n"
         "  zep-memory context 'Where do I live?' --user alice --speaker Alice\n"
         "  zep-memory context 'Where did Alice live?' --user alice --as-of 2023-12-31 --block",
@@ -227,8 +242,8 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "timeline", cmd_timeline, "draw an entity's facts over time as a PNG",
         "Draw every fact about ENTITY as a bar from valid_from to valid_until (or now), the\n"
-        "superseded ones hatched and marked. Needs matplotlib: pip install 'zep-memory[viz]'\n"
-        "(in a clone: pip install -e '.[viz]').",
+        "superseded ones hatched and marked. Needs matplotlib: pip install -e '.[viz]' in a clone\n"
+        "(a wheel or a git URL: docs/install.md).",
         "  zep-memory timeline Alice --user alice --png alice.png",
         args=(arg("entity", metavar="ENTITY"),
               arg("--png", metavar="OUT", required=True, help="the PNG file to write"),
@@ -247,7 +262,7 @@ COMMANDS: tuple[Command, ...] = (
         "--shutdown-timeout seconds to finish, then the memory is closed; the process exits within\n"
         "--shutdown-timeout + --close-timeout seconds (40 by default). Connections that stall are closed\n"
         "(--head-timeout, --body-timeout, --keep-alive-timeout). Needs the server extra:\n"
-        "pip install 'zep-memory[server]' (in a clone: pip install -e '.[server]').",
+        "pip install -e '.[server]' in a clone (a wheel or a git URL: docs/install.md).",
         "  zep-memory serve --data ./data\n"
         "  ZEP_MEMORY_KEYS_FILE=/etc/zep/keys.json zep-memory serve --data /srv/memory --host 0.0.0.0",
         args=(arg("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)"),
@@ -287,7 +302,7 @@ COMMANDS: tuple[Command, ...] = (
         "or admin: no key or an unknown one is 401, another user's key 403. Without keys it listens\n"
         "on loopback only; with --url it needs keys even there (else any local process would use\n"
         "the service key it holds).\n"
-        "Needs the mcp extra: pip install 'zep-memory[mcp]' (in a clone: pip install -e '.[mcp]').\n"
+        "Needs the mcp extra: pip install -e '.[mcp]' in a clone (a wheel or a git URL: docs/install.md).\n"
         "Host configuration: docs/mcp.md.",
         "  zep-memory mcp --data ./data --user alice --user-name Alice\n"
         "  ZEP_MEMORY_KEYS_FILE=keys.json zep-memory mcp --data ./data --user alice \\\n"

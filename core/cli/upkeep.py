@@ -36,7 +36,8 @@ def _disk_use(root: Path) -> dict[str, int]:
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
     sqlite = sum(size(root / f"zep.db{suffix}") for suffix in ("", "-wal", "-shm"))
-    out = {"sqlite": sqlite, "chroma": size(root / "chroma"), "graph": size(root / "graph")}
+    out = {"sqlite": sqlite, "chroma": size(root / "chroma") if (root / "chroma").exists() else None,
+           "graph": size(root / "graph")}
     out["total"] = size(root)
     return out
 
@@ -51,17 +52,21 @@ def _human(n: int) -> str:
 
 
 def _stats_text(s: dict[str, Any]) -> str:
-    r, d, c = s["records"], s["disk_bytes"], s["chroma"]
+    r, d, c, own = s["records"], s["disk_bytes"], s["chroma"], s["own_vector_index"]
+    chroma = "no Chroma folder" if d["chroma"] is None else f"Chroma {_human(d['chroma'])}"
     lines = [
         f"data folder   {s['data_dir']} ({_human(d['total'])}: SQLite {_human(d['sqlite'])}, "
-        f"Chroma {_human(d['chroma'])}, Kùzu {_human(d['graph'])})",
+        f"{chroma}, Kùzu {_human(d['graph'])})",
         f"embedder      {s['embedder']['name']} ({s['embedder']['dimension']}-d)",
         f"users         {s['users']}",
         f"SQLite        {r['episodes']} episodes, {r['messages']} messages, {r['facts']} facts "
         f"({s['facts']['current']} current, {s['facts']['superseded']} superseded), {r['entities']} entities, "
         f"{r['session_messages']} chat turns",
-        f"Chroma        {c['current']} current fact vectors (superseded facts are searched in SQLite)"
-        + (f" (server {c['url']})" if c["url"] else ""),
+        f"vectors       {c['current']} (one per current fact): {c['current'] - own['current']} searched exactly in "
+        + (f"PostgreSQL, {own['current']} in the HNSW indexes of {own['users']} users past postgres_exact_below"
+           if s.get("database") else
+           f"SQLite, {own['current']} in Chroma, the collections of {own['users']} users past vector_exact_below")
+        + (f" (Chroma server {c['url']})" if c["url"] else ""),
         f"Kùzu          {s['graph']['entities']} entity nodes, {s['graph']['facts']} FACT edges",
         f"pending       {s['pending_episodes']} episodes to extract, {s['pending_index_writes']} index writes",
     ]

@@ -6,7 +6,7 @@ the memory through :class:`RemoteMemory`, which has the methods, signatures and 
 types of :class:`zep_core.Memory`. Each API key is bound to the user ids it may use
 (:class:`KeyRing`); the wire format is drawn in :mod:`zep_core.server.app`.
 
-Needs the ``server`` extra (``pip install 'zep-memory[server]'``: FastAPI, uvicorn,
+Needs the ``server`` extra (``pip install -e '.[server]'`` in a clone, docs/install.md: FastAPI, uvicorn,
 httpx). Importing this package imports none of them: each name below loads its module
 when it is first used, and says how to install the extra when it is missing.
 

@@ -304,6 +304,9 @@ class MaintenanceRecords(Protocol):
     def indexed_edge_sample(self, scan: int = 50) -> tuple[str, str] | None:
         """``(user_id, subject_id)`` of the oldest fact between two entities that the graph must already hold."""
 
+    def vector_tiers(self) -> dict[Tenant, str]:
+        """Every user whose vectors have (or are getting) an index of their own: ``{user: 'building' | 'ready'}``."""
+
     def indexed_entity_sample(self, scan: int = 50) -> tuple[str, str] | None:
         """``(user_id, entity_id)`` of the oldest entity both indexes must already hold, if any."""
 

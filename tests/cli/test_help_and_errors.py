@@ -166,3 +166,18 @@ def test_speaker_says_who_i_is(cli, alice_data):
     mine = cli("context", "Where do I live?", "--data", alice_data, "--user", "alice", "--speaker", "Alice",
                "--limit", "1")
     assert mine.code == 0 and "Alice lives in Berlin." in mine.out
+
+
+def test_context_help_describes_the_ranking_the_default_configuration_runs():
+    from zep_core import ScoringSettings
+
+    run = subprocess.run([sys.executable, "-m", "zep_core", "context", "--help"], capture_output=True, text=True,
+                         timeout=120)
+    text = " ".join(run.stdout.split())
+    s = ScoringSettings()
+
+    assert run.returncode == 0 and s.fusion == "rrf"  # the help describes rank fusion: say otherwise if it changes
+    assert "reciprocal rank fusion" in text and "BM25" in text and "0.7·semantic + 0.3·graph" not in text
+    assert f"weight / ({s.rrf_k} + rank)" in text
+    assert (f"weights {s.semantic_weight:g} meaning, {s.lexical_weight:g} words and {s.graph_weight:g} graph"
+            in text)

@@ -31,6 +31,19 @@ def test_stats_counts_every_store_and_the_disk(cli, alice_data, open_memory):
 def test_stats_text(cli, alice_data):
     out = cli("stats", "--data", alice_data).out
     assert "embedder      local:all-MiniLM-L6-v2-int8 (384-d)" in out and "pending       0 episodes" in out
+    # alice has a Chroma collection (the fixture's vector_exact_below=0): her vectors are there
+    assert ("vectors       6 (one per current fact): 0 searched exactly in SQLite, 6 in Chroma, "
+            "the collections of 1 users") in out, out
+
+
+def test_stats_of_a_small_folder_says_its_vectors_are_in_sqlite_and_there_is_no_chroma(cli, tmp_path, open_memory):
+    with open_memory(tmp_path / "small") as memory:  # a user under vector_exact_below: no collection, no chroma/
+        memory.conversation_end("s1", [Message("I live in Paris. I like jazz.", name="Ann")], user_id="ann")
+
+    out = cli("stats", "--data", tmp_path / "small").out
+
+    assert "no Chroma folder" in out.splitlines()[0] and "Chroma 0 B" not in out
+    assert "vectors       2 (one per current fact): 2 searched exactly in SQLite, 0 in Chroma" in out, out
 
 
 def test_maintain_exit_codes_follow_pending_episodes(cli, tmp_path, open_memory):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timezone
 
 import pytest
@@ -24,8 +25,10 @@ def mem(make_memory, scripted):
 
 
 def load(mem, scripted, *facts, user="u"):
+    """One episode whose facts the script gives (its own id: the same words again are not a resend here)."""
     scripted.push(*facts)
-    return mem.conversation_end("s", [Message("some words here", name="Alice")], user_id=user)
+    return mem.conversation_end("s", [Message("some words here", name="Alice")], user_id=user,
+                                episode_id=uuid.uuid4().hex)
 
 
 @pytest.fixture

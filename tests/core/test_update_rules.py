@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timezone
 
 import pytest
@@ -25,8 +26,9 @@ def mem(make_memory, scripted):
 
 
 def ingest(mem, scripted, *facts, user="u1", contradicted=(), text="hello there friend"):
+    """One episode whose facts the script gives (its own id: the same words again are not a resend here)."""
     scripted.push(*facts, contradicted=contradicted)
-    return mem.conversation_end("s", [Message(text, name="Alice")], user_id=user)
+    return mem.conversation_end("s", [Message(text, name="Alice")], user_id=user, episode_id=uuid.uuid4().hex)
 
 
 def current(mem, user="u1"):

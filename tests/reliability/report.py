@@ -1,32 +1,46 @@
 """Render the reliability figures into ``docs/reliability.md``.
 
 The reliability tests leave ``bench/results/reliability-*.json``; this turns them into
-the tables between the ``<!-- figures -->`` markers of the doc::
+the tables between the ``<!-- figures:start -->`` and ``<!-- figures:end -->`` markers of
+the doc, and says what it wrote::
 
     .venv/bin/python -m pytest -q tests/reliability
-    .venv/bin/python -m tests.reliability.report          # rewrites the tables in docs/reliability.md
+    .venv/bin/python -m tests.reliability.report          # rewrites the rows it has results for
+
+Only what a result file here regenerates is rewritten: a check with no result file keeps
+its row as the doc has it, and the hostile-case table stays unless the hostile run left
+its file. With no result file at all the doc is left untouched. ``--print`` prints the
+tables instead; ``--doc`` and ``--results`` name another doc and results folder.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from tests.reliability.figures import RESULTS, ROOT
 
 DOC = ROOT / "docs" / "reliability.md"
 START, END = "<!-- figures:start -->", "<!-- figures:end -->"
+_DETAILS = "<details><summary>How each hostile case was answered</summary>"
 
 
-def _load(name: str) -> dict:
-    path = RESULTS / f"reliability-{name}.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+@dataclass
+class Tables:
+    """The figures section, and which of its parts came from result files and which were kept."""
+
+    text: str = ""
+    regenerated: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
 
 
-def _soak() -> dict:
-    """``bench/results/soak.json`` (written by ``python -m bench.soak``, not by the tests) as a result row."""
-    path = RESULTS / "soak.json"
+def _soak(results: Path) -> dict:
+    """``soak.json`` (written by ``python -m bench.soak``, not by the tests) as a result row."""
+    path = results / "soak.json"
     if not path.exists():
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -37,17 +51,6 @@ def _soak() -> dict:
 def _cell(text: str) -> str:
     """Text safe inside a markdown table cell."""
     return text.replace("|", "/").replace("<", "&lt;").replace("\n", " ")
-
-
-#: The rows of the doc as it stands, by check: a check whose result file is absent here keeps its row.
-_KEPT: dict[str, str] = {}
-
-
-def _row(check: str, result: str, data: dict) -> str:
-    if not data and check in _KEPT:
-        return _KEPT[check]
-    when = data.get("when", "not run")[:16].replace("T", " ")
-    return f"| {check} | {_cell(result)} | `{data.get('command', '')}` | {when} |"
 
 
 def _disk_full(f: dict) -> str:
@@ -72,18 +75,35 @@ def _disk_full(f: dict) -> str:
     return "; ".join(parts)
 
 
-def tables() -> str:
-    """The markdown tables, from the latest result files (a check not run here keeps the row the doc has)."""
-    for line in DOC.read_text(encoding="utf-8").splitlines() if DOC.exists() else []:
-        if line.startswith("| ") and line.count(" | ") >= 3:
-            _KEPT.setdefault(line[2:].split(" | ", 1)[0], line)
+def tables(section: str = "", results: Path = RESULTS) -> Tables:
+    """The figures section from the result files in ``results``; what they do not cover is kept from ``section``.
+
+    ``section`` is what the doc has between its markers: a check with no result file keeps
+    its row from it, and the hostile-case table stays as it is without the hostile run's file.
+    """
+    out = Tables()
+    old_rows = {line[2:].split(" | ", 1)[0]: line for line in section.splitlines()
+                if line.startswith("| ") and line.count(" | ") >= 3}
+
+    def _row(check: str, result: str, data: dict) -> str:
+        if not data:
+            out.kept.append(check)
+            return old_rows.get(check, f"| {check} | not run yet | | |")
+        out.regenerated.append(check)
+        when = data.get("when", "not run")[:16].replace("T", " ")
+        return f"| {check} | {_cell(result)} | `{data.get('command', '')}` | {when} |"
+
+    def _load(name: str) -> dict:
+        path = results / f"reliability-{name}.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
     crash, conc, locks = _load("crash"), _load("concurrency"), _load("locks")
     pg_crash, pg_iso = _load("crash-postgres"), _load("isolation-postgres")
     pc, pi = pg_crash.get("figures", {}), pg_iso.get("figures", {})
     hostile, iso, limits = _load("hostile"), _load("isolation"), _load("limits")
     c, k, h, i = crash.get("figures", {}), conc.get("figures", {}), hostile.get("figures", {}), iso.get("figures", {})
     lk, lm = locks.get("figures", {}), limits.get("figures", {})
-    prop, soak = _load("cypher_property"), _soak()
+    prop, soak = _load("cypher_property"), _soak(results)
     cp, sk = prop.get("figures", {}), soak.get("figures", {})
     load = _load("server_load")
     sl = load.get("figures", {})
@@ -172,24 +192,48 @@ def tables() -> str:
         _row("A full disk (20 MB tmpfs)", _disk_full(_load("disk_full").get("figures", {})), _load("disk_full")),
         _row("Resource bounds", "; ".join(f"{k}: {v}" for k, v in sorted(lm.items())), limits),
     ]
-    cases = ["", "<details><summary>How each hostile case was answered</summary>", "",
-             "| case | answer |", "|---|---|"]
-    cases += [f"| {_cell(name)} | {_cell(answer)} |" for name, answer in h.get("by_case", {}).items()]
-    cases += ["", "</details>"]
-    return "\n".join(rows + cases)
+    if hostile:
+        cases = ["", _DETAILS, "", "| case | answer |", "|---|---|"]
+        cases += [f"| {_cell(name)} | {_cell(answer)} |" for name, answer in h.get("by_case", {}).items()]
+        cases += ["", "</details>"]
+        out.regenerated.append("the hostile-case table")
+    elif _DETAILS in section:
+        cases = ["", section[section.index(_DETAILS):].strip()]
+        out.kept.append("the hostile-case table")
+    else:
+        cases = []
+    out.text = "\n".join(rows + cases)
+    return out
 
 
-def main(argv: list[str]) -> int:
-    """Rewrite the figures in the doc (or print them with ``--print``)."""
-    text = tables()
-    if "--print" in argv:
-        print(text)
+def main(argv: list[str] | None = None) -> int:
+    """Rewrite what the result files regenerate in the doc's figures (or print the tables with ``--print``)."""
+    parser = argparse.ArgumentParser(prog="python -m tests.reliability.report", description=__doc__.splitlines()[0])
+    parser.add_argument("--print", action="store_true", help="print the tables; write nothing")
+    parser.add_argument("--doc", type=Path, default=DOC, help="the doc to update (default docs/reliability.md)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the result files (default bench/results/)")
+    args = parser.parse_args(argv)
+    doc = args.doc.read_text(encoding="utf-8") if args.doc.exists() else ""
+    pattern = re.compile(re.escape(START) + "\n?(.*?)\n?" + re.escape(END), re.DOTALL)
+    found = pattern.search(doc)
+    if found is None and not args.print:
+        print(f"error: {args.doc} has no {START} ... {END} section to write the figures into; nothing written",
+              file=sys.stderr)
+        return 2
+    made = tables(found.group(1) if found else "", args.results)
+    if args.print:
+        print(made.text)
         return 0
-    doc = DOC.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
-    DOC.write_text(pattern.sub(lambda _: f"{START}\n{text}\n{END}", doc), encoding="utf-8")
+    if not made.regenerated:
+        print(f"{args.doc}: unchanged; no reliability result file in {args.results} "
+              "(run `.venv/bin/python -m pytest -q tests/reliability` first)")
+        return 0
+    args.doc.write_text(doc[:found.start()] + f"{START}\n{made.text}\n{END}" + doc[found.end():], encoding="utf-8")
+    print(f"{args.doc}: regenerated {len(made.regenerated)} from {args.results}: {'; '.join(made.regenerated)}")
+    if made.kept:
+        print(f"kept as they were (no result file): {'; '.join(made.kept)}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

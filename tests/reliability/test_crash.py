@@ -203,7 +203,7 @@ class Check(threading.Thread):
         self.seconds = time.monotonic() - started
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.full_matrix)])
 def test_sigkill_at_random_points_loses_no_acknowledged_episode_and_leaves_stores_agreeing(tmp_path, embedder,
                                                                                          backend_options, backend):
     rng = random.Random(SEED)

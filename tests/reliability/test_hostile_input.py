@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -98,7 +99,8 @@ def scripted(*facts, contradicted=(), user=ACTOR):
     def call(env):
         env.extractor.queued.append(Extraction(summary="scripted", facts=tuple(facts),
                                                contradicted_fact_ids=tuple(contradicted)))
-        return env.memory.conversation_end("s-scripted", [msg("Scripted episode.")], user_id=user)
+        return env.memory.conversation_end("s-scripted", [msg("Scripted episode.")], user_id=user,
+                                           episode_id=uuid.uuid4().hex)  # each its own episode, the same words
     return call
 
 

@@ -57,7 +57,7 @@ class Tally:
 TALLY = Tally()
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.full_matrix)])
 def memory(request, tmp_path_factory, embedder):
     options = {}
     if request.param == "postgres":  # the same workload with row-level security under every statement

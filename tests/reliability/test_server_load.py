@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("uvicorn", reason="the server extra is not installed: pip install 'zep-memory[server]'")
+pytest.importorskip("uvicorn", reason="the server extra is not installed: pip install -e '.[server]'")
 
 from zep_core import Memory, MemoryConfig  # noqa: E402
 from zep_core.server import RemoteMemory  # noqa: E402

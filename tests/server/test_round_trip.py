@@ -354,7 +354,7 @@ def test_a_missing_server_extra_says_how_to_install_it():
             "from zep_core import ConfigError\n"
             "try:\n    from zep_core.server import RemoteMemory\nexcept ConfigError as exc:\n    print(exc)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "pip install 'zep-memory[server]'" in out
+    assert "pip install -e '.[server]' in a clone of zep-memory" in out and "docs/install.md" in out
 
 
 

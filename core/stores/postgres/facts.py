@@ -224,9 +224,9 @@ class PgFactRows(PgLexicalRows):
                 if r[0] not in exclude and wanted & set(json.loads(fact_row(r).source_message_ids))]
 
     def entity_history(self, tenant: Tenant, entity_id: str) -> list[Fact]:
-        """Every fact with the entity as subject or object, by valid_from ascending."""
+        """Every fact with the entity as subject or object, by valid_from ascending (ties: as on SQLite)."""
         rows = self._rows(tenant, f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = %(u)s AND (subject_id = %(e)s "
-                                  "OR object_id = %(e)s) ORDER BY valid_from, created_at, id",
+                                  'OR object_id = %(e)s) ORDER BY valid_from, created_at, content COLLATE "C", id',
                           {"u": tenant, "e": entity_id})
         return [fact_from_row(r) for r in rows]
 

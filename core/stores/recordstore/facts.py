@@ -285,11 +285,15 @@ class FactRows(Connection):
                 if r[0] not in exclude and wanted & set(json.loads(fact_row(r).source_message_ids))]
 
     def entity_history(self, tenant: Tenant, entity_id: str) -> list[Fact]:
-        """Every fact with the entity as subject or object, by valid_from ascending."""
+        """Every fact with the entity as subject or object, by valid_from ascending.
+
+        Facts of the same instant come by what they say (then by id): the same facts in the
+        same order on every run and on both backends, whatever ids they drew.
+        """
         user_id = key(tenant)
         rows = self._rows(
             f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND (subject_id = ? OR object_id = ?) "
-            "ORDER BY valid_from, created_at, id", [user_id, entity_id, entity_id])
+            "ORDER BY valid_from, created_at, content, id", [user_id, entity_id, entity_id])
         return [fact_from_row(r) for r in rows]
 
     def count_facts(self, tenant: Tenant | None = None) -> dict[str, int]:
