@@ -305,7 +305,8 @@ class RuleApplier:
         out = []
         for q in quotes:
             by = next((blockers.get(lost[m]) for m in q.source_message_ids if lost.get(m) in blockers), None)
-            out.append(replace(q, attribute=None, valid_until=max(by.valid_from, q.valid_from)) if by else q)
+            ended = by is not None and by.valid_from > q.valid_from  # it held before; same time: it stands beside
+            out.append(replace(q, attribute=None, valid_until=by.valid_from if ended else None))
         return out
 
     def _plan(self, user: str, subjects: list[str], proposals: Sequence[Fact], contradicted: set[str],
