@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .predicates import PREDICATES
+
 __all__ = ["ATTRIBUTES", "ONE_VALUE", "Attribute", "attribute", "attribute_of"]
 
 
@@ -28,7 +30,6 @@ class Attribute:
         one_value: a newer claim on it retires the older ones (else only one that names them).
         examples: claims about it, as people say them (read by meaning).
         non_examples: sentences near it that are not a claim about it.
-        predicates: the canonical predicates that state it (``lives_in`` states ``home``).
 
     """
 
@@ -36,7 +37,6 @@ class Attribute:
     one_value: bool
     examples: tuple[str, ...]
     non_examples: tuple[str, ...] = ()
-    predicates: tuple[str, ...] = ()
 
 
 ATTRIBUTES: tuple[Attribute, ...] = (
@@ -47,27 +47,25 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "we finally closed on our first house", "I'm living with two roommates now", "we're settled in the new place",
         "my place is a tiny studio above a bakery"), (
         "any good restaurants in the city?", "my parents live in another state", "I'm visiting a friend's house",
-        "our office is downtown"), predicates=("lives_in",)),
+        "our office is downtown")),
     Attribute("work", True, (
         "I work as a nurse at the hospital", "I'm a software engineer at a bank", "I got a new job as a designer",
         "I start at a new company on Monday", "I quit my job last week", "I got promoted to team lead",
         "I'm between jobs right now", "I do IT support for a school district", "I work the night shift",
         "I was laid off in the spring", "I switched careers and now I teach", "I retired last year",
         "I run my own small business"), (
-        "work was busy today", "my coworker is annoying", "I need a resume template", "the office party is friday"),
-        predicates=("works_at", "works_as", "job_title")),
+        "work was busy today", "my coworker is annoying", "I need a resume template", "the office party is friday")),
     Attribute("study", True, (
         "I'm studying biology at university", "I switched my major to economics", "I graduated last spring",
         "I'm in my second year of college", "I'm taking night classes for a degree", "I dropped out of my program",
         "I'm in nursing school", "I started a master's program", "I'm a high school senior",
         "I finished my apprenticeship"), (
-        "can you explain this math problem", "my exam is hard"), predicates=("studies_at",)),
+        "can you explain this math problem", "my exam is hard")),
     Attribute("relationship", True, (
         "my girlfriend and I broke up", "we got engaged last month", "I'm married now", "I've been seeing someone new",
         "my divorce was finalized", "I'm single again", "we've been together five years", "my husband and I separated",
         "we just got married", "we're officially a couple"), (
-        "my friend is getting married", "gift ideas for my partner?"),
-        predicates=("married_to", "relationship_status")),
+        "my friend is getting married", "gift ideas for my partner?")),
     Attribute("vehicle", True, (
         "I drive an old hatchback", "I traded in my car for a new one", "I sold my truck", "I bought a used minivan",
         "my car is a twelve-year-old sedan", "I lease an electric car", "I don't have a car anymore",
@@ -79,7 +77,7 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "what should I cook tonight", "I had pizza for lunch")),
     Attribute("age", True, (
         "I'm 34 years old", "I just turned forty", "I'll be 30 next month", "I'm in my late twenties"), (
-        "my son is five", "the house is 100 years old"), predicates=("age",)),
+        "my son is five", "the house is 100 years old")),
     Attribute("pet", False, (
         "I have a cat named Luna", "we adopted a puppy", "my dog died last week", "we had to rehome our cat",
         "our hamster passed away", "I'm fostering a rescue dog", "my parrot is twenty years old"), (
@@ -119,7 +117,7 @@ ATTRIBUTES: tuple[Attribute, ...] = (
 _BY_NAME = {a.name: a for a in ATTRIBUTES}
 
 
-_BY_PREDICATE = {p: a.name for a in ATTRIBUTES for p in a.predicates}
+_BY_PREDICATE = {p.name: p.attribute for p in PREDICATES if p.attribute}
 #: The attributes that hold one value at a time.
 ONE_VALUE = frozenset(a.name for a in ATTRIBUTES if a.one_value)
 
@@ -130,5 +128,5 @@ def attribute(name: str | None) -> Attribute | None:
 
 
 def attribute_of(predicate: str) -> str | None:
-    """The attribute a canonical predicate states (``lives_in`` → ``home``), or None."""
+    """The attribute a canonical predicate states (``lives_in`` → ``home``: :mod:`zep_core.predicates`), or None."""
     return _BY_PREDICATE.get(predicate)

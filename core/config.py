@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .predicates import single_valued
 from .settings import (
     SPEC_SCORING,
     VECTOR_EXACT_BELOW,
@@ -46,8 +47,7 @@ _GROUPS: dict[str, type] = {"scoring": ScoringSettings, "storage": StorageSettin
 _FLAT = {f.name: group for group, kind in _GROUPS.items() for f in fields(kind)}
 
 #: Predicates that hold one value at a time: a new value supersedes the old one.
-DEFAULT_SINGLE_VALUED = frozenset({"lives_in", "works_at", "works_as", "studies_at", "born_in", "married_to",
-                                   "is_named", "age", "job_title", "relationship_status", "size"})
+DEFAULT_SINGLE_VALUED = single_valued()  # from the predicate registry (zep_core.predicates)
 
 
 @dataclass(frozen=True, init=False)

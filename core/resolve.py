@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+from .predicates import predicate_aliases
 from .temporal import normalize_name
 
 __all__ = ["FIRST_PERSON", "canonical_predicate", "entity_id", "input_aliases", "is_first_person",
@@ -112,14 +113,7 @@ def input_aliases(text: str, *, max_words: int = 4, max_grams: int = 2000) -> li
     return list(grams)
 
 
-_PREDICATE_ALIASES = {
-    "moved_to": "lives_in", "relocated_to": "lives_in", "resides_in": "lives_in", "lives_at": "lives_in",
-    "based_in": "lives_in", "home_is_in": "lives_in", "works_for": "works_at", "employed_at": "works_at",
-    "employed_by": "works_at", "job": "works_as", "occupation": "works_as", "profession": "works_as",
-    "studies": "studies_at", "attends": "studies_at", "born_at": "born_in", "spouse": "married_to",
-    "name": "is_named", "named": "is_named", "loves": "likes", "enjoys": "likes", "hates": "dislikes",
-    "owns": "has", "has_a": "has",
-}
+_PREDICATE_ALIASES = predicate_aliases()  # the synonyms of each predicate (zep_core.predicates)
 
 
 def canonical_predicate(predicate: str) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from ..predicates import PREDICATES
 from .base import ExtractedFact
 from .extractive import predicate_phrase
 from .lexicon import CONDITIONAL_WORDS, GROUPS, NAME, NOT_NAMES, NUMBER_WORDS, PETS, RELATIONS
@@ -42,7 +43,7 @@ _HEDGE_RE = re.compile(
     r"kinda|not\s+sure)\b",
     re.IGNORECASE,
 )
-_NARRATIVE_PREDICATES = frozenset({"lives_in", "works_at"})  # "when I moved to Rome, …" still happened
+_NARRATIVE_PREDICATES = frozenset(p.name for p in PREDICATES if p.narrative)  # "when I moved to Rome, …" happened
 _CONTRACTION_RE = re.compile(r"\b([Ii])['’](m|ve|d|ll)\b|\b(can)['’]t\b|\b(won)['’]t\b|n['’]t\b")
 _CONTRACTED = {"m": " am", "ve": " have", "d": " would", "ll": " will"}
 _PERFECT_RE = re.compile(r"\b(?:have|has)\s+(?:\w+\s+)?(?:been|lived|worked|had|owned|studied)\b", re.IGNORECASE)
@@ -85,6 +86,7 @@ class Said:
     assistant: bool = False
     users: frozenset[str] = frozenset()  # the conversation's users, lowercase: whom an echo names
     heard: frozenset[str] = frozenset()  # words the users said before this message, lowercase
+    unsaid: frozenset[str] = frozenset()  # names only the user's jokes and small talk before this message said
 
 
 def normalize(sentence: str) -> str:
