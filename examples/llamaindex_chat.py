@@ -52,11 +52,16 @@ SESSIONS = [
 
 
 class OfflineLLM(MockLLM):
-    """LlamaIndex's MockLLM with a fixed answer (the plain MockLLM echoes its whole prompt)."""
+    """LlamaIndex's MockLLM answering from the facts memory gave it (the plain MockLLM echoes its whole prompt).
+
+    It says what a model would: what memory holds, as memory gave it. The memory recognises its own
+    words and does not learn them a second time from the reply.
+    """
 
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(text="(offline mock LLM: set OPENAI_API_KEY for a real answer)")
+        facts = [line[2:].split(" (")[0] for line in prompt.splitlines() if line.startswith("- ")]
+        return CompletionResponse(text="From what I remember: " + " ".join(facts[:2]) if facts else "Noted.")
 
 
 def pick_llm() -> LLM:

@@ -87,7 +87,8 @@ def is_small_talk(sentence: str) -> bool:
 # --- 3. the assistant echoing memory -------------------------------------------------
 
 _MEMORY_CUE = re.compile(
-    r"\b(?:from\s+what\s+I\s+(?:remember|recall|know)|as\s+(?:far\s+as\s+)?I\s+(?:remember|recall)|"
+    r"\b(?:(?:I'?ll|I\s+will)\s+(?:remember|keep\s+(?:that|it|this)\s+in\s+mind|make\s+a\s+note\s+of|note)\s+"
+    r"(?:that|this|it)\b|noted\b|from\s+(?:my\s+)?memory\b|from\s+what\s+I\s+(?:remember|recall|know)|as\s+(?:far\s+as\s+)?I\s+(?:remember|recall)|"
     r"if\s+I\s+(?:remember|recall)(?:\s+(?:correctly|right))?|I\s+(?:remember|recall)\s+(?:that\s+)?you|"
     r"you(?:'ve|\s+have)?\s+(?:told\s+me|mentioned|said|shared|noted)|as\s+you\s+(?:said|mentioned|told\s+me)|"
     r"according\s+to\s+(?:my|your|the)\s+(?:notes|memory|records|profile)|(?:my|the)\s+(?:notes|memory|records)\s+"
@@ -104,8 +105,9 @@ _YOU_STATE = re.compile(
 _ADVICE = re.compile(r"\b(?:should|could|might|may|can|would|try|consider|recommend|suggest|maybe|perhaps|"
                      r"want\s+to|need\s+to|if\s+you)\b", re.IGNORECASE)
 _TAG_QUESTION = re.compile(r",\s*(?:right|correct|yes|no|isn't\s+it|aren't\s+you|don't\s+you)\s*\?$", re.IGNORECASE)
-_CONTEXT_LINE = re.compile(r"^\s*(?:FACTS\s*\(|ENTITIES:|-\s.*\((?:valid\s+from|since|until)\b|"
-                           r"\((?:valid\s+from|since|until)\s+\d{4}-\d\d-\d\d|-\s[^()\n]{1,80}\s\([a-z_ ]{2,20}\):)",
+_CONTEXT_LINE = re.compile(r"^\s*(?:FACTS\s*\(|ENTITIES:|-\s.*\((?:valid\s+from|valid\s+\d{4}|since|until)\b|"
+                           r"\((?:valid\s+from|valid|since|until)\s+\d{4}-\d\d-\d\d|"
+                           r"-\s[^()\n]{1,80}\s\([a-z_ ]{2,20}\):)",
                            re.IGNORECASE)
 #: A list item's mark ("- ", "* ", "• ", "1. "): a pasted context block's lines start with one.
 _BULLET = re.compile(r"^(?:[-*•·]|\d{1,2}[.)])\s+")
@@ -175,7 +177,11 @@ _FUNCTION = frozenset("""a an the and or but so then of in on at to for with fro
     her its not no as too also""".split())
 
 
-_BLOCK_HEAD = re.compile(r"^\s*(?:FACTS\s*\(what\s+is\s+true|ENTITIES:)", re.IGNORECASE | re.MULTILINE)
+#: The heads of what the memory itself writes (a context block, a memory tool's answer): a reply quoting them
+#: tells back what memory holds, never something new.
+_BLOCK_HEAD = re.compile(r"^\s*(?:FACTS\s*\(what\s+is\s+true|ENTITIES:|Facts\s+in\s+memory\s+for\s+\"|"
+                         r"History\s+of\s+.{1,80}\(oldest\s+first|Entities\s+connected\s+to\s+.{1,80}\(within\s+\d\s+hops\):)",
+                         re.IGNORECASE | re.MULTILINE)
 _BLOCK_LINE = re.compile(r"^\s*(?:[-*•]\s|\(valid\s+from|$)")
 
 

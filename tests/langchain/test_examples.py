@@ -32,6 +32,17 @@ def test_agent_example_prints_the_memory_the_model_got(tmp_path, capsys):
     assert "Alice lives in Paris. (valid 2024-01-10 to 2024-03-01; superseded)" in third
 
 
+def test_agent_example_stores_none_of_the_models_filler_nor_the_tools_answers(tmp_path, capsys):
+    from zep_core import Memory
+
+    assert load("langchain_agent").main(["--data", str(tmp_path)]) == 0
+    capsys.readouterr()
+    with Memory.open(tmp_path) as memory:
+        said = [f.content for user in memory.users() for f in memory.facts(user)]
+    assert said and not [s for s in said if s.startswith("Assistant:")], said  # "I'll remember that.", the tool
+    assert not [s for s in said if "Facts in memory for" in s or "History of" in s], said
+
+
 def test_rag_example_prints_the_retrieved_facts_and_answers_from_them(tmp_path, capsys):
     assert load("langchain_rag").main(["--data", str(tmp_path)]) == 0
     out = capsys.readouterr().out

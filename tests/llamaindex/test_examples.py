@@ -33,6 +33,17 @@ def test_chat_example_runs_offline(tmp_path, capsys, monkeypatch):
     assert "Ada lives_in Berlin" in out  # the retriever's node metadata
 
 
+def test_chat_example_stores_none_of_the_mock_models_words(tmp_path, capsys, monkeypatch):
+    from zep_core import Memory
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    load("llamaindex_chat").run(str(tmp_path))
+    capsys.readouterr()
+    with Memory.open(tmp_path) as memory:
+        said = [f.content for user in memory.users() for f in memory.facts(user)]
+    assert said and not [s for s in said if s.startswith("Assistant:") or "mock" in s], said
+
+
 def test_agent_example_runs_offline(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     load("llamaindex_agent").run(str(tmp_path))
