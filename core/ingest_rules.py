@@ -58,6 +58,7 @@ class Proposals:
     said_at: dict[str, datetime] = field(default_factory=dict)  # id -> when its first message was said
     cues: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # id -> (cue, names) of a claim
     retiring: set[str] | None = None  # claims whose one-value attribute retires older ones (None: every fact's)
+    counts: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # id -> (what it counts, value)
 
     def entity_names(self) -> list[str]:
         """Every name that is, or becomes, an entity: subjects and entity objects."""
@@ -115,6 +116,8 @@ def propose(episode: Episode, extraction: Extraction, now: datetime, config: Mem
         out.said_at[fact.id] = said_at[first.id]
         if x.cue and x.names and first.role == "user":
             out.cues[fact.id] = (x.cue, tuple(x.names))
+        if x.counts and first.role == "user":
+            out.counts[fact.id] = tuple(x.counts)
         if x.retires is not None:
             out.retiring = out.retiring if out.retiring is not None else set()
             if x.retires:
@@ -201,7 +204,8 @@ class RuleApplier:
         mistaken, wrong = self._mistaken(user, extraction, known_ids, proposals, proposed.hearsay, taken)
         taken, extra = {**taken, **mistaken}, [*extra, *wrong]
         named = named_by_cues(self.records, user, proposals, proposed.cues, said_at=proposed.said_at,
-                              skip={*taken, *proposed.hearsay}, assistant=self.config.assistant_speaker, now=now)
+                              skip={*taken, *proposed.hearsay}, assistant=self.config.assistant_speaker, now=now,
+                              counts=proposed.counts)
         taken, extra, replaced = {**taken, **named.corrected}, [*extra, *named.stored], named.replaced
         if named.remainders:  # what the retired statements said of other things stays, as statements of their own
             proposals = [*proposals, *named.remainders]

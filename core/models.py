@@ -262,9 +262,11 @@ class Fact:
         """True for a fact its speaker corrected ("I meant Victoria, not Vancouver"): it never held.
 
         Kept in history with ``valid_until == valid_from``, and ``superseded_by`` the
-        corrected fact when there is one.
+        corrected fact when there is one; the memory retired it (``expired_at``). A fact that
+        was stored already over, with no known start ("I quit climbing": ``valid_until ==
+        valid_from`` too), was never retired: it is not taken back.
         """
-        return self.valid_until is not None and self.valid_until == self.valid_from
+        return self.valid_until is not None and self.valid_until == self.valid_from and self.expired_at is not None
 
     def valid_at(self, when: datetime) -> bool:
         """Whether the fact held at ``when`` (valid_from <= when < valid_until)."""

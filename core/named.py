@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .models import Fact, new_id
-from .providers.claims import names_of
+from .providers.claims import counts_of, names_of, shared_names
+from .providers.extractive import split_sentences
 from .stores.record_protocols import IngestRecords
 from .temporal import STATEMENT, is_own, normalize_name
 from .tenant import Tenant
@@ -33,8 +34,17 @@ __all__ = ["Named", "named_by_cues"]
 #: thing ("the corolla"): a claim does not retire what merely shares a topic with it.
 SPECIFIC = 3
 #: Where a statement splits into parts that may hold or go apart: sentences, and clauses of their own subject.
-_PARTS = re.compile(r"(?<=[.!?])\s+|;\s*|(?:,\s*(?:(?:and|but|so|also|plus)\s+)?|\s+(?:and|but|so|also|plus)\s+)"
+_PARTS = re.compile(r";\s*|(?:,\s*(?:(?:and|but|so|also|plus)\s+)?|\s+(?:and|but|so|also|plus)\s+)"
                     r"(?=(?:i|i'm|im|i've|i'd|my|we|we're|our)\s)", re.IGNORECASE)
+#: The clauses of a sentence, whoever they are about ("date is sept 21", "she's turning 60").
+_CLAUSES = re.compile(r"[,;]\s+(?:(?:and|but|so)\s+)?|\s+(?:and|but)\s+(?=(?:she|he|they|it|i|my|we|our)\b)",
+                      re.IGNORECASE)
+#: Values a correction puts right: numbers (money, ordinals, "5k") and days and months.
+_VALUE_KINDS = {
+    "number": re.compile(r"(?i)^\$?\d[\d,.]*(?:st|nd|rd|th|k|%)?$"),
+    "calendar": re.compile(r"(?i)^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|mon|tue|tues|wed|thu|thur|"
+                           r"thurs|fri|sat|sun)[a-z]*$"),
+}
 #: A part that the speaker says of themselves: what a remainder keeps ("i take home about 5k a month").
 _OWN = re.compile(r"^(?:(?:and|but|so|also|plus|oh|ok|okay|btw)[\s,]+)*(?:i|i'm|im|i've|i'd|my|we|we're|our)\s",
                   re.IGNORECASE)
@@ -60,7 +70,8 @@ class Named:
 
 def named_by_cues(records: IngestRecords, user: Tenant, proposals: Sequence[Fact],
                   cues: Mapping[str, tuple[str, tuple[str, ...]]], *, said_at: Mapping[str, datetime],
-                  skip: Collection[str], assistant: str | None, now: datetime) -> Named:
+                  skip: Collection[str], assistant: str | None, now: datetime,
+                  counts: Mapping[str, Sequence[tuple[str, str]]] | None = None) -> Named:
     """The earlier statements each claim of ``cues`` (fact id -> ``(cue, names)``) retires, and their remainders.
 
     Args:
@@ -72,11 +83,31 @@ def named_by_cues(records: IngestRecords, user: Tenant, proposals: Sequence[Fact
         skip: ids already retired otherwise (taken back by a correction, hearsay).
         assistant: the assistant's speaker name (its quotes about the thing go too).
         now: when the memory learns it.
+        counts: the statements that count something (fact id -> ``(what, value)``): an earlier
+            statement of the speaker counting the same thing with another value is replaced.
 
     """
     out = Named()
     stored: dict[str, Fact] = {}
     helper = normalize_name(assistant or "")
+    proposed = {f.id for f in proposals}
+    for new in proposals:  # "11 people report to me now" replaces "9 people report to me"
+        for what, value in (counts or {}).get(new.id, ()):
+            words = " ".join(w for w in what.split() if w not in ("#", "favorite"))
+            hits = records.lexical_search(user, words, limit=SPECIFIC * 3, context_weight=0.0)
+            earlier = [f for f in proposals if said_at.get(f.id, f.valid_from) < said_at.get(new.id, new.valid_from)]
+            for old in [*records.get_facts(user, list(hits)).values(), *earlier]:
+                if (not old.is_current or old.id in skip or old.id in out.replaced or old.predicate != STATEMENT
+                        or old.valid_from > new.valid_from or set(old.source_message_ids) & set(new.source_message_ids)
+                        or not is_own(normalize_name(old.subject), normalize_name(new.subject))):
+                    continue
+                if counts_of(old.object).get(what, value) != value:
+                    out.replaced[old.id] = new.id
+                    if old.id not in proposed:
+                        stored[old.id] = old
+                    rest = _remainder(old, frozenset(w for w in what.split() if w not in ("#", "favorite")), now)
+                    if rest is not None:
+                        out.remainders.append(rest)
     for new in proposals:
         cue = cues.get(new.id)
         if cue is None or new.id in skip:
@@ -102,26 +133,72 @@ def named_by_cues(records: IngestRecords, user: Tenant, proposals: Sequence[Fact
             if not (is_own(subject, speaker) or (helper and subject == helper)):
                 continue
             text = old.object if old.predicate == STATEMENT else old.content
-            shared = names & names_of(text, values=kind == "correction")
+            shared = shared_names(names, names_of(text, values=kind == "correction"))
             if not shared:
                 continue
-            (out.corrected if kind == "correction" else out.replaced)[old.id] = new.id
-            if old.id not in {f.id for f in proposals}:
+            if old.id not in proposed:
                 stored[old.id] = old
-            rest = _remainder(old, shared, now) if old.predicate == STATEMENT else None
+            if kind != "correction":
+                out.replaced[old.id] = new.id
+                rest = _remainder(old, shared, now) if old.predicate == STATEMENT else None
+            else:  # the value said by mistake put right, else what the statement said of other things
+                rest = _substituted(old, new.object if new.predicate == STATEMENT else new.content, shared, now)
+                if rest is None and old.predicate == STATEMENT:
+                    rest = _remainder(old, shared, now, only_own=False)
+                out.corrected[old.id] = rest.id if rest is not None else new.id
             if rest is not None:
                 out.remainders.append(rest)
     out.stored = list(stored.values())
     return out
 
 
-def _remainder(old: Fact, shared: frozenset[str], now: datetime) -> Fact | None:
-    """What ``old`` (a statement) said of other things than ``shared``, as a statement of its own; None if nothing."""
-    parts = [p.strip(" ,") for p in _PARTS.split(old.object) if p.strip(" ,")]
-    kept = [p for p in parts if _OWN.match(p) and not names_of(p, values=True) & shared]
+def _remainder(old: Fact, shared: frozenset[str], now: datetime, *, only_own: bool = True) -> Fact | None:
+    """What ``old`` (a statement) said of other things than ``shared``, as a statement of its own; None if nothing.
+
+    ``only_own``: keep only what the speaker says of themselves ("i take home 5k a month"); a
+    correction keeps any clause that does not name what it corrects.
+    """
+    splitter = _PARTS if only_own else _CLAUSES
+    parts = [p.strip(" ,") for sentence in split_sentences(old.object) for p in splitter.split(sentence)
+             if p.strip(" ,")]
+    kept = [p for p in parts if (_OWN.match(p) or not only_own) and not shared_names(names_of(p, values=True), shared)]
     if not kept or len(kept) == len(parts) or len(" ".join(kept).split()) < 3:
         return None
     text = ", ".join(kept)
     prefix = old.content[:len(old.content) - len(old.object)] if old.content.endswith(old.object) else ""
     return replace(old, id=new_id(), object=text, content=f"{prefix}{text}", valid_until=None, superseded_by=None,
+                   expired_at=None, created_at=now)
+
+
+def _substituted(old: Fact, correction: str, shared: frozenset[str], now: datetime) -> Fact | None:
+    """``old`` with the value it got wrong put right, when the correction says which: None if it does not.
+
+    Of a kind of value (a number, a month or a day), the correction shares one with ``old``
+    (the wrong one) and says one other (the right one): "I told you I was 34, I'm 36" puts
+    36 for 34; "last time i said august but it's actually september 2" puts "september 2"
+    for "august" (a month takes the day after it along).
+    """
+    said = [w.strip(".,!?;:()'\"").lower() for w in correction.split()]
+    text = old.object if old.predicate == STATEMENT else old.content
+    own = {w.strip(".,!?;:()'\"").lower() for w in text.split()}
+    swaps: list[tuple[str, str]] = []
+    for kind in _VALUE_KINDS.values():
+        wrong = {w for w in shared if kind.match(w)}
+        right = {w for w in said if kind.match(w) and w not in own}
+        if len(wrong) != 1 or len(right) != 1:
+            continue
+        value = next(iter(right))
+        at = said.index(value)
+        if at + 1 < len(said) and _VALUE_KINDS["number"].match(said[at + 1]):
+            value = f"{value} {said[at + 1]}"  # "september 2"
+        swaps.append((next(iter(wrong)), value))
+    if not swaps:
+        return None
+    content, obj = old.content, old.object
+    for wrong, right in swaps:
+        pattern = re.compile(rf"(?<![\w$]){re.escape(wrong)}(?![\w])", re.IGNORECASE)
+        content, obj = pattern.sub(right, content), pattern.sub(right, obj)
+    if content == old.content:
+        return None
+    return replace(old, id=new_id(), content=content, object=obj, valid_until=None, superseded_by=None,
                    expired_at=None, created_at=now)

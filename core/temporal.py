@@ -363,10 +363,10 @@ def plan_updates(
 
     for fid, by_id in (replaced or {}).items():  # a claim that changed or ended what these name (stored or said here)
         old, by = state.get(fid), state.get(by_id)
-        if old is None or not old.is_current or by is None or not by.is_current or (
-                fid not in stored_ids and fid not in added):
+        if old is None or not old.is_current or by is None or (fid not in stored_ids and fid not in added):
             continue
-        closed = supersede(old, by, now, said_at.get(by_id))
+        # replaced by what holds now; or ended with what is said to be over ("I quit climbing")
+        closed = supersede(old, by, now, said_at.get(by_id)) if by.is_current else end(old, by, now)
         for gone in (closed, *(end(q, closed, now) for q in _companions(state.values(), [old], by))):
             state[gone.id] = gone
             if gone.id in stored_ids:

@@ -89,6 +89,8 @@ class ExtractedFact:
         names: see ``cue``.
         retires: whether its ``attribute`` is sure enough to retire the older claims on it (None:
             the extractor does not say; an attribute it gives then always does).
+        counts: the counts it states, by what they count (``("# people report to me", "11")``):
+            an earlier statement counting the same thing with another value is replaced.
 
     """
 
@@ -108,6 +110,7 @@ class ExtractedFact:
     cue: str | None = None
     names: tuple[str, ...] = ()
     retires: bool | None = None
+    counts: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

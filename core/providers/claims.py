@@ -33,7 +33,8 @@ from ..attributes import ATTRIBUTES, Attribute
 from .lexicon import FILLER_WORDS
 from .talk import SMALL_TALK_WORDS, is_small_talk
 
-__all__ = ["ASK", "CLAIM", "DROP", "ClaimReader", "Reading", "cue_of", "names_of", "split_talk"]
+__all__ = ["ASK", "CLAIM", "DROP", "ClaimReader", "Reading", "counts_of", "cue_of", "names_of", "shared_names",
+           "split_talk"]
 
 CLAIM, ASK, DROP = "claim", "ask", "drop"
 
@@ -80,6 +81,12 @@ _ABOUT_OTHERS = re.compile(
     r"teacher|manager|team|dog|cat|pet|puppy|kitten)s?\b(?!\s+and\s+(?:i|me)\b)|(?:she|he|they)(?:'s|'re|\s)|"
     r"[a-z]+'s\s+(?:in|at|a|an|"
     r"the|been|going|starting|moving|working|turning|getting|doing|now)\b)")
+#: A question by its first words, with or without its mark: "what should I cook tonight", "where can I…".
+_QUESTION_WORD = re.compile(r"(?i)^(?:(?:ok|okay|so|and|also|but|anyway|hey|hmm|btw)[\s,]+)*"
+                            r"(?:what|where|how|which|who|why|when)(?:'s|\s+is|\s+are|\s+do|\s+does|\s+should|\s+can|\s+could|\s+would|\s+will|"
+                            r"\s+to|\s+kind|\s+sort)\b")
+#: What asks for something, anywhere in a sentence that ends in "?": "gift ideas for my partner?".
+_WANTS = re.compile(r"(?i)\b(?:ideas|tips|recs|recommendations|advice|suggestions|options)\b")
 #: A day, a date, a number: a sentence that holds one says when or how much, not only how one is.
 _DATED = re.compile(r"(?i)\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mondays|tuesdays|"
                     r"wednesdays|thursdays|fridays|saturdays|sundays|tues|thurs|weekdays?|january|february|march|"
@@ -178,9 +185,9 @@ stopped raised dropped meant mean correction wrong mixed double checked typo gli
 def names_of(text: str, *, values: bool = False) -> frozenset[str]:
     """The words of ``text`` that say which thing it is about: not a common word, a number or a short word.
 
-    Lowercase and lightly stemmed ("teaches", "teaching" → "teach"; "corollas" → "corolla"),
-    so that two mentions of one thing meet. With ``values`` (a correction: the value itself
-    is what was wrong), numbers, months and weekdays count too ("34", "march", "3rd").
+    Lowercase, as said (the lexical index finds them so); two mentions of one thing meet by
+    their stems (:func:`shared_names`: "teaches" and "teaching"). With ``values`` (a correction:
+    the value itself is what was wrong), numbers, months and weekdays count too ("34", "march").
 
     Example:
         >>> sorted(names_of("finally got rid of the corolla lol, traded it in for a 2019 civic EX"))
@@ -196,12 +203,22 @@ def names_of(text: str, *, values: bool = False) -> frozenset[str]:
         if values and (w[:1].isdigit() or w in _CALENDAR):
             out.add(w.rstrip(".,"))
             continue
-        if len(w) < 2 or w in COMMON_WORDS:
+        if len(w) < 2 or w in COMMON_WORDS or _stem(w) in COMMON_WORDS:
             continue
-        stem = _stem(w)
-        if stem not in COMMON_WORDS and len(stem) > 1:
-            out.add(stem)
+        out.add(w)
     return frozenset(out)
+
+
+def shared_names(names: frozenset[str], other: frozenset[str]) -> frozenset[str]:
+    """The words of ``names`` that name what a word of ``other`` names (the same stem: "teaching", "teaches").
+
+    Example:
+        >>> sorted(shared_names(frozenset({"teaching", "google"}), frozenset({"teaches", "boston"})))
+        ['teaching']
+
+    """
+    stems = {_stem(w) for w in other}
+    return frozenset(w for w in names if _stem(w) in stems)
 
 
 def _stem(word: str) -> str:
@@ -209,6 +226,62 @@ def _stem(word: str) -> str:
         if len(word) > len(ending) + 3 and word.endswith(ending) and not word.endswith("ss"):
             return word[:-len(ending)]
     return word
+
+
+# --- counts -------------------------------------------------------------------------------
+
+_NUMBER_WORDS = ("zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+                 "sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred")
+_COUNT_CLAUSES = re.compile(r"[,;:]\s+|\s+(?:and|but|so)\s+|(?<=[.!?])\s+", re.IGNORECASE)
+#: Words that say nothing of what a count counts ("it's been # years": nothing in particular).
+_COUNT_EMPTY = frozenset("""a an the is are was were be been being am i i'm im me my mine we our us you your it it's its
+they their them he she his her of to in on at for with from by and or than then that this there year years month months
+week weeks day days hour hours minute minutes time times old about""".split())
+_COUNT_WORD = re.compile(rf"(?i)^(?:\$?\d[\d,]*(?:\.\d+)?[k%]?|{_NUMBER_WORDS})$")
+#: Words that change nothing in what a count is of: "11 people report to me *now*".
+_COUNT_FILLER = frozenset("""now currently still just only about around roughly like almost nearly over under approx
+approximately exactly already also too so really actually lol haha anymore these days today tho though ok okay well
+oh yeah""".split())
+
+
+#: "my fav band is…", "our go-to date night spot": a favorite holds one value at a time.
+_FAVORITE = re.compile(r"(?i)\b(?:my|our|his|her)\s+(?:new\s+|all[\s-]time\s+)?(?:fav|fave|favou?rite|go[\s-]to)\s+"
+                       r"(?P<what>(?!is\b|thing\b|ever\b)[a-z]+(?:\s+(?!is\b|are\b|was\b|now\b|ever\b|of\b|too\b|"
+                       r"lately\b|rn\b)[a-z]+)?)")
+
+
+def counts_of(text: str) -> dict[str, str]:
+    """The counts a text states, by what they count: ``{"# people report to me": "9"}``; and its favorites.
+
+    A count is a number (or a number word) in a clause; what it counts is the clause's words
+    around it, the number as ``#``, without filler ("now", "like"…). Two statements that count
+    the same thing with two values say one replaced the other: "9 people report to me", then
+    "11 people report to me now".
+
+    Example:
+        >>> counts_of("I work as a nurse and 9 people report to me.")
+        {'# people report to me': '9'}
+        >>> counts_of("now i have three cats.")
+        {'i have # cats': 'three'}
+        >>> counts_of("my fav band is twenty one pilots")
+        {'favorite band': 'my fav band is twenty one pilots'}
+
+    """
+    out: dict[str, str] = {}
+    for found in _FAVORITE.finditer(text):  # "theyre my favorite band now": one favorite band at a time
+        out[f"favorite {found['what'].lower()}"] = text[found.start():].split(".")[0].lower()
+    for clause in _COUNT_CLAUSES.split(text):
+        words = [w for w in re.findall(r"[\w$'%.,-]+", clause.lower().replace("’", "'")) if w.strip(".,")]
+        words = [w.strip(".,") for w in words if w.strip(".,") not in _COUNT_FILLER]
+        found = [i for i, w in enumerate(words) if _COUNT_WORD.match(w)]
+        if len(found) != 1:
+            continue  # none, or several: not one count of one thing
+        i = found[0]
+        window = words[max(0, i - 4):i] + ["#"] + words[i + 1:i + 5]
+        if not [w for w in window if w != "#" and w not in _COUNT_EMPTY]:
+            continue  # "it's been # years" counts nothing in particular
+        out[" ".join(window)] = words[i]
+    return out
 
 
 # --- sentences ------------------------------------------------------------------------------
@@ -304,13 +377,18 @@ class ClaimReader:
         self.embedder, self.attributes = embedder, tuple(attributes)
 
     def _prototypes(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
-        """The examples' vectors, embedded once per embedder (a process opens many memories on one)."""
+        """The examples' vectors, embedded once per embedder (a process opens many memories on one).
+
+        Labels are an attribute's name for its examples, ``"-" + name`` for its non-examples.
+        """
         key = (id(self.embedder), self.attributes)
         with _PROTOTYPES_LOCK:
             found = _PROTOTYPES.get(key)
             if found is None or found[0] is not self.embedder:
                 labels = [a.name for a in self.attributes for _ in a.examples]
+                labels += ["-" + a.name for a in self.attributes for _ in a.non_examples]
                 texts = [e for a in self.attributes for e in a.examples]
+                texts += [e for a in self.attributes for e in a.non_examples]
                 vectors = _unit(self.embedder.embed(texts + list(SMALL_TALK_EXAMPLES) + list(INFORMATIVE_EXAMPLES)))
                 n, m = len(texts), len(SMALL_TALK_EXAMPLES)
                 found = (self.embedder, (vectors[:n], labels, vectors[n:n + m], vectors[n + m:]))
@@ -345,7 +423,9 @@ class ClaimReader:
             best: dict[str, float] = {}
             for label, score in zip(labels, attr_vecs @ v):
                 best[label] = max(best.get(label, -1.0), float(score))
-            ranked = sorted(best.items(), key=lambda kv: -kv[1])
+            # an attribute whose non-examples are as near as its examples is not what the sentence claims
+            ranked = sorted(((k, x) for k, x in best.items() if not k.startswith("-") and x > best.get("-" + k, -1.0)),
+                            key=lambda kv: -kv[1])
             if ranked and ranked[0][1] >= ATTRIBUTE_MIN and not _ABOUT_OTHERS.search(r.text) and (
                     len(ranked) < 2 or ranked[0][1] - ranked[1][1] >= ATTRIBUTE_MARGIN):
                 sure = r.cue is not None  # meaning alone names an attribute (to be retired), it does not retire
@@ -360,7 +440,9 @@ class ClaimReader:
         words = [w for w in re.findall(r"[\w']+", meant.lower())]
         if not words or all(w in FILLER_WORDS or w in SMALL_TALK_WORDS for w in words):
             return Reading(meant, DROP)
-        if _ASK.search(meant) or (meant.rstrip(" )\"'").endswith("?") and _QUESTION.search(meant)):
+        question = meant.rstrip(" )\"'").endswith("?")
+        if _ASK.search(meant) or _QUESTION_WORD.search(meant) or (question and (
+                _QUESTION.search(meant) or _WANTS.search(meant))):
             return Reading(meant, ASK, names=names_of(meant))
         return Reading(meant, CLAIM, cue=cue_of(meant), names=names_of(meant))
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..models import Entity, Fact, Message
+from ..predicates import templates
 
 __all__ = [
     "ExtractiveSummarizer",
@@ -57,24 +58,7 @@ _STOPWORDS = frozenset(
     think see wait can't hear keep""".split()
 )
 
-_PREDICATE_TEMPLATES = {
-    "lives_in": "lives in {o}",
-    "works_at": "works at {o}",
-    "works_as": "works as {a}{o}",
-    "studies_at": "studies at {o}",
-    "born_in": "was born in {o}",
-    "birth_year": "was born in {o}",
-    "is_from": "is from {o}",
-    "married_to": "is married to {o}",
-    "likes": "likes {o}",
-    "dislikes": "dislikes {o}",
-    "has": "has {a}{o}",
-    "is_named": "goes by the name {o}",
-    "age": "is {o} years old",
-    "does": "{v} {o}",
-    "size": "has {o}",
-    "statement": 'said "{o}"',
-}
+_PREDICATE_TEMPLATES = templates()  # each predicate's phrase (zep_core.predicates), in the registry's order
 _PRIORITY = {name: rank for rank, name in enumerate(_PREDICATE_TEMPLATES)}
 _SNIPPET_CHARS = 60
 
@@ -130,9 +114,22 @@ def speaker_of(message: Message, default_speaker: str = "User") -> str:
     return default_speaker if message.role == "user" else message.role.capitalize()
 
 
+#: Words whose full stop ends no sentence ("St. Mary's", "Dr. Okafor", "e.g. this").
+_ABBREVIATION = re.compile(r"(?:^|[\s(])(?:st|dr|mr|mrs|ms|mt|jr|sr|prof|vs|etc|approx|dept|ave|blvd|rd|e\.g|i\.e)"
+                           r"\.[\"')\]]*$", re.IGNORECASE)
+
+
 def split_sentences(text: str) -> list[str]:
-    """Split text into sentences on ``.!?`` followed by space, and on line breaks."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+    """Split text into sentences on ``.!?`` followed by space (not after "St.", "Dr."…), and on line breaks."""
+    out: list[str] = []
+    for part in _SENTENCE_END.split(text):
+        if not part or not part.strip():
+            continue
+        if out and _ABBREVIATION.search(out[-1]):
+            out[-1] = f"{out[-1]} {part.strip()}"
+        else:
+            out.append(part.strip())
+    return out
 
 
 def summarize_messages(

@@ -50,9 +50,10 @@ from dataclasses import replace
 
 from ..attributes import attribute_of
 from ..models import Message
+from ..predicates import stating_words
 from ..temporal import is_own
 from .base import ExtractedCorrection, ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
-from .claims import CLAIM, DROP, ClaimReader, Reading, names_of, split_talk
+from .claims import CLAIM, DROP, ClaimReader, Reading, counts_of, names_of, split_talk
 from .earlier import Earlier, Heard, mentions
 from .extractive import speaker_of, split_sentences, summarize_messages
 from .lexicon import FILLER_WORDS, WORD_RE
@@ -138,6 +139,7 @@ class RuleExtractor:
         corrected = {i: _self_corrected(m.content) for i, m in enumerate(messages) if m.role == "user"}
         sentences = list(dict.fromkeys(x for text, _ in corrected.values() for x in split_talk(text)))
         readings = dict(zip(sentences, self.reader.read(sentences)))  # one embedder call for the episode
+        unsaid: frozenset[str] = frozenset()  # names only the user's last unmeant sentences said ("mars" of a joke)
         for i, message in enumerate(messages):
             said = _said(message, context, users)
             if said is None:
@@ -145,9 +147,13 @@ class RuleExtractor:
             speakers.append(said.speaker)
             text, loose = message.content, []
             if said.assistant:
-                said = replace(said, heard=frozenset(words))
+                said = replace(said, heard=frozenset(words), unsaid=unsaid)
                 text = without_context_block(text)
+                unsaid = frozenset()
             else:
+                read = [readings[x] for x in split_talk(corrected[i][0]) if x in readings]
+                meant = frozenset().union(*(names_of(r.text, values=True) for r in read if r.act != DROP))
+                unsaid = frozenset().union(*(names_of(r.text, values=True) for r in read if r.act == DROP)) - meant
                 text, pending = corrected[i]
                 found, loose = _corrections(message, said, heard, pending)
                 fixes += found
@@ -301,7 +307,8 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
         if said.assistant:
             sentence = without_assumption(sentence)
         if not sentence or is_small_talk(sentence) or (said.assistant and (
-                is_echo(sentence, said.users) or is_reaction(sentence, said.heard))):
+                is_echo(sentence, said.users) or is_reaction(sentence, said.heard)
+                or names_of(sentence, values=True) & said.unsaid)):  # "Tucson's closer than Mars!" to a joke
             continue
         if not said.assistant and sentence not in loose and (cues := corrections(sentence)):
             if not cues[0].rest:
@@ -371,8 +378,9 @@ def _with_claim(fact: ExtractedFact, claim: Reading | None, text: str) -> Extrac
     if claim is None:
         return fact
     names = names_of(text, values=claim.cue == "correction") if claim.cue else frozenset()
+    counts = tuple(sorted(counts_of(text).items())) if fact.predicate == "statement" else ()
     return replace(fact, attribute=claim.attribute, cue=claim.cue, names=tuple(sorted(names)),
-                   retires=bool(claim.attribute and claim.sure))
+                   retires=bool(claim.attribute and claim.sure), counts=counts)
 
 
 #: Where a sentence starts a new clause with its own subject: "…, and I work at Initech".
@@ -414,21 +422,16 @@ def _quotes(flat: str, canonical: Sequence[ExtractedFact]) -> list[str]:
 # --- quotes ------------------------------------------------------------------------------
 
 #: Words a quote may hold and still say nothing its canonical facts do not: function words, times
-#: (a fact carries its dates), and the verbs that state the canonical predicates.
+#: (a fact carries its dates), and the words that state the canonical predicates (zep_core.predicates).
 _SAYS_NOTHING = frozenset(
-    """i i'm i've i'd me my mine myself we our us you your a an the and or but so then also too now just still
-    already currently recently finally really actually very is am are was were be been being have has had do
-    does did to of in at on for from with as by about since ago last next this that these those it its there
-    here yes no not oh well ok okay hey hi year years month months week weeks day days today yesterday
-    tomorrow tonight morning evening weekend january february march april may june july august september
-    october november december monday tuesday wednesday thursday friday saturday sunday live lives lived living
-    moved move moving relocated home based work works worked working job employed joined started starting
-    left quit switched stopped turned turn
-    start began new study studies studied studying like likes liked love loves loved enjoy enjoys enjoyed
-    got get own owns adopted bought play plays played playing practice doing go going goes quit stopped
-    switched gave given up named called name born married anymore longer used every grew grown shrank shrunk
-    dropped fell doubled tripled expanded increased decreased went reached hit consists made lead leads manage
-    manages supervise run people members big news guess what fun fact quick update btw way""".split())
+    """a about actually ago already also am an and anymore april are as at august be been began being big btw
+    but by currently day days december did do does evening every fact february finally for friday from fun
+    guess had has have here hey hi i i'd i'm i've in is it its january july june just last lead leads longer
+    manage manages march may me mine monday month months morning my myself new news next no not november now
+    october of oh ok okay on or our quick really recently run saturday september since so start still sunday
+    supervise that the then there these this those thursday to today tomorrow tonight too tuesday turn
+    turned update us used very was way we wednesday week weekend weeks well went were what with year years
+    yes yesterday you your""".split()) | stating_words()
 _QUOTE_WORD = re.compile(r"[A-Za-zÀ-ÿ0-9][\w'’-]*")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 
