@@ -3,7 +3,7 @@
 "finally got rid of the corolla" ends what the speaker said of the corolla before ("my corolla
 is making this grinding noise"); "it's actually Stripe, Shopify was my old job" takes back what
 they said of Shopify (it never held). The offline extractor marks such a claim with its cue and
-the words that name the thing (:mod:`zep_core.providers.claims`); here those names find the
+the words that name the thing (:mod:`zep_core.providers.cues`); here those names find the
 earlier statements — the user's stored facts through their own lexical index, and the episode's
 earlier proposals — that the update rules then retire (:func:`zep_core.temporal.plan_updates`,
 ``replaced``; ``taken_back`` for a correction). The assistant's words about the same thing go
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .models import Fact, new_id
-from .providers.claims import counts_of, names_of, shared_names
+from .providers.cues import change_names, counts_of, cue_of, names_of, shared_names
 from .providers.extractive import split_sentences
 from .stores.record_protocols import IngestRecords
 from .temporal import STATEMENT, is_own, normalize_name
@@ -136,6 +136,8 @@ def named_by_cues(records: IngestRecords, user: Tenant, proposals: Sequence[Fact
             shared = shared_names(names, names_of(text, values=kind == "correction"))
             if not shared:
                 continue
+            if kind == "change" and cue_of(text) == "change" and not names - shared_names(names, change_names(text)):
+                continue  # the same change told again ("since I lost my job at the bakery…"): the first telling holds
             if old.id not in proposed:
                 stored[old.id] = old
             if kind != "correction":

@@ -25,16 +25,17 @@ import logging
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..attributes import ATTRIBUTES, Attribute
+from .base import ExtractedFact
+from .cues import change_names, counts_of, cue_of, names_of
 from .lexicon import FILLER_WORDS
 from .talk import SMALL_TALK_WORDS, is_small_talk
 
-__all__ = ["ASK", "CLAIM", "DROP", "ClaimReader", "Reading", "counts_of", "cue_of", "names_of", "shared_names",
-           "split_talk"]
+__all__ = ["ASK", "CLAIM", "DROP", "ClaimReader", "Reading", "claim_groups", "said_before", "split_talk", "with_claim"]
 
 CLAIM, ASK, DROP = "claim", "ask", "drop"
 
@@ -92,198 +93,6 @@ _DATED = re.compile(r"(?i)\d|\b(?:monday|tuesday|wednesday|thursday|friday|satur
                     r"wednesdays|thursdays|fridays|saturdays|sundays|tues|thurs|weekdays?|january|february|march|"
                     r"april|june|july|august|september|october|november|december)\b")
 
-# --- cues ---------------------------------------------------------------------------------
-
-#: It says something replaced, changed or ended: "switched to", "got rid of", "passed away", "no longer".
-_CHANGE = re.compile(
-    r"(?i)(?<![\w'])(?:switch(?:ed|ing)\s+(?:from|to|over|me|us|back|jobs|majors|careers)|replac(?:ed|ing)|"
-    r"instead|upgrad(?:ed|ing)\s+(?:to|from)|traded(?:\s+it)?\s+in|got\s+rid\s+of|sold|gave\s+away|returned|"
-    r"no\s+longer|not\s+\w+\s+any\s?more|any\s?more|no\s+more|passed\s+away|passed\s+in|died|"
-    r"put\s+(?:\w+\s+)?down|rehom(?:e|ed|ing)|stole|stolen|lost\s+(?:my|our)|"
-    r"broke\s+up|divorc(?:ed|e\s+was\s+finali[sz]ed)|split\s+up|separated|quit|left\s+(?:my|our)|retired|"
-    r"fully\s+over|cancel+ed|called\s+off|closed\s+(?:down|for\s+good)|pulled\s+(?:the|his|her|my|our|their)|"
-    r"pushed\s+(?:it|back|to)|postponed|rescheduled|moved\s+(?:to|out|back|in\s+with|closer)|relocated|"
-    r"went\s+(?:w|with)\s+(?:a|an|the)|plot\s+twist|"
-    r"(?:raised|dropped|down|up|went\s+up|went\s+down|increased|decreased)\s+(?:\w+\s+)?to\s+\$?\d)(?![\w'])")
-#: It says something said before was wrong: "it's actually", "I meant", "not the 3rd", "I mixed them up".
-_CORRECTION = re.compile(
-    r"(?i)(?<![\w'])(?:(?:it|that|she|he|they|this|which)(?:'s|\s+is|\s+was|'re|\s+are)\s+actually|"
-    r"actually\s+(?:it'?s|its|is|was)|i\s+meant|meant\s+to\s+say|(?:i|i've)\s+said\s+\S+|i\s+told\s+you|"
-    r"(?:wrong|incorrect)\s+(?:date|number|name|day|year|info|one)|gave\s+you\s+the\s+wrong|correction|"
-    r"correct\s+(?:something|that|myself)|mix(?:ed|ing)?\s+(?:them|it|that|those|these)\s+up|mixed\s+up|"
-    r"double[\s-]checked|typo|brain\s+glitch|not\s+the\s+\w+|my\s+bad|oops|wait\s+no|scratch\s+that|"
-    r"did\s+i\s+say|i\s+misspoke)(?![\w'])")
-
-
-def cue_of(sentence: str) -> str | None:
-    """``"correction"``, ``"change"`` or None: what the sentence says of what was said before.
-
-    Example:
-        >>> cue_of("it's actually stripe"), cue_of("finally got rid of the corolla"), cue_of("I like tea now")
-        ('correction', 'change', None)
-
-    """
-    if _CORRECTION.search(sentence):
-        return "correction"
-    if _CHANGE.search(sentence):
-        return "change"
-    return None
-
-
-# --- names --------------------------------------------------------------------------------
-
-_TOKEN = re.compile(r"[^\W\d_][\w'’-]*[\w]|[^\W\d_]", re.UNICODE)
-_VALUE_TOKEN = re.compile(r"\d[\w.,/:-]*\w|\d|[^\W\d_][\w'’-]*[\w]|[^\W\d_]", re.UNICODE)
-_CALENDAR = frozenset("""january february march april may june july august september october november december jan feb
-mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday mon tue tues wed
-thu thur thurs fri sat sun mondays tuesdays wednesdays thursdays fridays saturdays sundays""".split())
-#: Words that name nothing in particular: function words, chat words, and the verbs and nouns of
-#: every topic (a "car" or a "job" is any car or job: the name that says which one is what counts).
-COMMON_WORDS = frozenset("""
-a about above after again against ago all almost already also although always am among an and another any
-anybody anyone anything anyway anyways anywhere are aren't around as at away back be because been before
-being below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't done
-down during each either else enough even ever every everybody everyone everything few for from further get
-gets getting got gotta gonna had hadn't has hasn't have haven't having he he's her here hers herself him
-himself his how however i i'd i'll i'm i've if in into is isn't it it's its itself just kinda kind least
-less let let's like likely made make makes making many may maybe me might mine more most much must my
-myself need needs never new next no nor not nothing now of off often oh ok okay old on once one only or
-other others otherwise our ours ourselves out over own per perhaps please pls pretty quite rather really
-right same say says said see seems seen shall she she's should shouldn't since so some somebody someone
-something sometimes somewhat soon still such sure than that that's the their theirs them themselves then
-there there's these they they're thing things think this those though thought through thru to too toward
-tho u ur under until up upon us use used very via want wanted wants was wasn't way we we're we've well
-went were weren't what what's whatever when where whether which while who who's whole whom whose why will
-with within without won't would wouldn't yeah yes yet you you'd you'll you're you've your yours yourself
-also actually basically literally honestly totally seriously super so lol lmao haha omg ugh hmm idk imo
-tbh ngl btw fyi thx ty rn tmrw bc cuz ppl yep yup nope nah wow yay hey hi hello thanks thank bye cool nice
-great good bad best better worse worst big small little lot lots bit first last second third same different
-year years month months week weeks day days today tomorrow yesterday tonight morning night evening weekend
-time times minute minutes hour hours ago since until now later earlier recently currently finally officially
-january february march april may june july august september october november december monday tuesday wednesday
-thursday friday saturday sunday spring summer fall autumn winter
-live lives lived living moved move moving home house place apartment flat city town work works worked
-working job jobs company boss office started start starting quit left switched switch changed change new
-study studies studying school college university class classes major degree
-car cars drive driving drove vehicle
-pet pets dog dogs cat cats puppy kitten
-kid kids son sons daughter daughters child children baby mom mum dad mother father parents wife husband
-partner girlfriend boyfriend sister brother family friend friends
-love loves loved like likes liked hate hates hated enjoy enjoyed prefer favorite favourite fav
-buy bought got get sold sell own owns have has had use using used
-help need needs want wants tips ideas idea recs advice question thing stuff people person guy guys girl
-pay paid cost costs money budget dollars bucks price
-feel feels felt feeling going go goes gone come came coming take took taken give gave given keep kept
-tell told ask asked know knew try tried say said look looking make made call called
-switch switched changed replaced instead upgraded traded rid sold gave returned longer anymore passed died
-rehomed stole stolen lost broke divorce divorced finalized separated split quit retired graduated finished
-fully recovered cancelled canceled pulled pushed postponed rescheduled relocated update twist turns ended
-stopped raised dropped meant mean correction wrong mixed double checked typo glitch oops scratch told said
-""".split()) | FILLER_WORDS | SMALL_TALK_WORDS
-
-
-def names_of(text: str, *, values: bool = False) -> frozenset[str]:
-    """The words of ``text`` that say which thing it is about: not a common word, a number or a short word.
-
-    Lowercase, as said (the lexical index finds them so); two mentions of one thing meet by
-    their stems (:func:`shared_names`: "teaches" and "teaching"). With ``values`` (a correction:
-    the value itself is what was wrong), numbers, months and weekdays count too ("34", "march").
-
-    Example:
-        >>> sorted(names_of("finally got rid of the corolla lol, traded it in for a 2019 civic EX"))
-        ['civic', 'corolla', 'ex']
-        >>> sorted(names_of("it's march 13, not the 3rd", values=True))
-        ['13', '3rd', 'march']
-
-    """
-    out = set()
-    for word in (_VALUE_TOKEN if values else _TOKEN).findall(text.replace("’", "'")):
-        w = word.lower().strip("'-")
-        w = w[:-2] if w.endswith("'s") else w
-        if values and (w[:1].isdigit() or w in _CALENDAR):
-            out.add(w.rstrip(".,"))
-            continue
-        if len(w) < 2 or w in COMMON_WORDS or _stem(w) in COMMON_WORDS:
-            continue
-        out.add(w)
-    return frozenset(out)
-
-
-def shared_names(names: frozenset[str], other: frozenset[str]) -> frozenset[str]:
-    """The words of ``names`` that name what a word of ``other`` names (the same stem: "teaching", "teaches").
-
-    Example:
-        >>> sorted(shared_names(frozenset({"teaching", "google"}), frozenset({"teaches", "boston"})))
-        ['teaching']
-
-    """
-    stems = {_stem(w) for w in other}
-    return frozenset(w for w in names if _stem(w) in stems)
-
-
-def _stem(word: str) -> str:
-    for ending in ("ing", "es", "ed", "s"):
-        if len(word) > len(ending) + 3 and word.endswith(ending) and not word.endswith("ss"):
-            return word[:-len(ending)]
-    return word
-
-
-# --- counts -------------------------------------------------------------------------------
-
-_NUMBER_WORDS = ("zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
-                 "sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred")
-_COUNT_CLAUSES = re.compile(r"[,;:]\s+|\s+(?:and|but|so)\s+|(?<=[.!?])\s+", re.IGNORECASE)
-#: Words that say nothing of what a count counts ("it's been # years": nothing in particular).
-_COUNT_EMPTY = frozenset("""a an the is are was were be been being am i i'm im me my mine we our us you your it it's its
-they their them he she his her of to in on at for with from by and or than then that this there year years month months
-week weeks day days hour hours minute minutes time times old about""".split())
-_COUNT_WORD = re.compile(rf"(?i)^(?:\$?\d[\d,]*(?:\.\d+)?[k%]?|{_NUMBER_WORDS})$")
-#: Words that change nothing in what a count is of: "11 people report to me *now*".
-_COUNT_FILLER = frozenset("""now currently still just only about around roughly like almost nearly over under approx
-approximately exactly already also too so really actually lol haha anymore these days today tho though ok okay well
-oh yeah""".split())
-
-
-#: "my fav band is…", "our go-to date night spot": a favorite holds one value at a time.
-_FAVORITE = re.compile(r"(?i)\b(?:my|our|his|her)\s+(?:new\s+|all[\s-]time\s+)?(?:fav|fave|favou?rite|go[\s-]to)\s+"
-                       r"(?P<what>(?!is\b|thing\b|ever\b)[a-z]+(?:\s+(?!is\b|are\b|was\b|now\b|ever\b|of\b|too\b|"
-                       r"lately\b|rn\b)[a-z]+)?)")
-
-
-def counts_of(text: str) -> dict[str, str]:
-    """The counts a text states, by what they count: ``{"# people report to me": "9"}``; and its favorites.
-
-    A count is a number (or a number word) in a clause; what it counts is the clause's words
-    around it, the number as ``#``, without filler ("now", "like"…). Two statements that count
-    the same thing with two values say one replaced the other: "9 people report to me", then
-    "11 people report to me now".
-
-    Example:
-        >>> counts_of("I work as a nurse and 9 people report to me.")
-        {'# people report to me': '9'}
-        >>> counts_of("now i have three cats.")
-        {'i have # cats': 'three'}
-        >>> counts_of("my fav band is twenty one pilots")
-        {'favorite band': 'my fav band is twenty one pilots'}
-
-    """
-    out: dict[str, str] = {}
-    for found in _FAVORITE.finditer(text):  # "theyre my favorite band now": one favorite band at a time
-        out[f"favorite {found['what'].lower()}"] = text[found.start():].split(".")[0].lower()
-    for clause in _COUNT_CLAUSES.split(text):
-        words = [w for w in re.findall(r"[\w$'%.,-]+", clause.lower().replace("’", "'")) if w.strip(".,")]
-        words = [w.strip(".,") for w in words if w.strip(".,") not in _COUNT_FILLER]
-        found = [i for i, w in enumerate(words) if _COUNT_WORD.match(w)]
-        if len(found) != 1:
-            continue  # none, or several: not one count of one thing
-        i = found[0]
-        window = words[max(0, i - 4):i] + ["#"] + words[i + 1:i + 5]
-        if not [w for w in window if w != "#" and w not in _COUNT_EMPTY]:
-            continue  # "it's been # years" counts nothing in particular
-        out[" ".join(window)] = words[i]
-    return out
-
-
 # --- sentences ------------------------------------------------------------------------------
 
 #: Emoji and the like end a thought as a full stop does ("so excited 🎉 we move in may").
@@ -333,6 +142,61 @@ def _meant(sentence: str) -> str | None:
         return sentence
     rest = sentence[last.end():].strip(" ,.;:!-—)(")
     return rest or None
+
+
+# --- claims in a message ---------------------------------------------------------------
+
+def claim_groups(sentences: Sequence[str], read: Sequence[Reading | None]) -> list[tuple[list[str], Reading | None]]:
+    """A message's kept sentences, one group per claim that changes or corrects something.
+
+    A claim with a cue starts a group; the sentences after it (asks, other claims) go with
+    it, those before the first such claim with the first. So "got rid of the corolla. how
+    often should I change the oil on the civic?" is one quote that ends the old car's
+    statements, while the rest of the message stays one quote (quoted whole, a message is
+    found whole). A group's claim is its cue's, else its first claim with an attribute.
+    """
+    groups: list[tuple[list[str], Reading | None]] = []
+    lead: list[str] = []
+    for sentence, reading in zip(sentences, read):
+        claim = reading if reading is not None and reading.act == CLAIM else None
+        if claim is not None and claim.cue:
+            groups.append(([*lead, sentence], claim))
+            lead = []
+        elif groups:
+            text, held = groups[-1]
+            text.append(sentence)
+            if held is None and claim is not None and claim.attribute:
+                groups[-1] = (text, claim)
+        else:
+            lead.append(sentence)
+    if lead:
+        first = next((r for r in read[:len(lead)] if r is not None and r.act == CLAIM and r.attribute), None)
+        groups.append((lead, first))
+    return groups or [([], None)]
+
+
+def with_claim(fact: ExtractedFact, claim: Reading | None, text: str, before: str = "") -> ExtractedFact:
+    """``fact`` (quoting ``text``) with the attribute and cue of the claim it comes from, and the claim's names.
+
+    A change's names are those of the clauses that say what changed (:func:`change_names`), not
+    the whole quote's: in "crazy thing happened at school today. I lost my job", the school did
+    not end; those of the sentence ``before`` it when it names nothing ("tavola closed 😭 end
+    of an era"). A correction's are the whole quote's, values too ("did i say march? i meant
+    april": "march" was wrong). What a statement counts goes with it, claim or none.
+    """
+    counts = tuple(sorted(counts_of(text).items())) if fact.predicate == "statement" else ()
+    if claim is None:
+        return replace(fact, counts=counts) if counts else fact
+    names = (names_of(text, values=True) if claim.cue == "correction" else
+             change_names(claim.text) or names_of(before) if claim.cue else frozenset())
+    return replace(fact, attribute=claim.attribute, cue=claim.cue, names=tuple(sorted(names)),
+                   retires=bool(claim.attribute and claim.sure), counts=counts)
+
+
+def said_before(kept: Sequence[str], claim: Reading | None) -> str:
+    """The sentence said before ``claim``'s among ``kept``: what "it" is in "tavola closed. end of an era"."""
+    at = kept.index(claim.text) if claim is not None and claim.text in kept else 0
+    return kept[at - 1] if at > 0 else ""
 
 
 # --- meaning ----------------------------------------------------------------------------------

@@ -53,7 +53,8 @@ from ..models import Message
 from ..predicates import stating_words
 from ..temporal import is_own
 from .base import ExtractedCorrection, ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
-from .claims import CLAIM, DROP, ClaimReader, Reading, counts_of, names_of, split_talk
+from .claims import CLAIM, DROP, ClaimReader, Reading, claim_groups, said_before, split_talk, with_claim
+from .cues import names_of
 from .earlier import Earlier, Heard, mentions
 from .extractive import speaker_of, split_sentences, summarize_messages
 from .lexicon import FILLER_WORDS, WORD_RE
@@ -286,7 +287,7 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
     of the user; a correction's sentence says nothing of its own (what it means goes into
     the statement it corrects; ``loose``: correcting sentences that found nothing to
     correct, read as said); a quote is kept only where it says more than the canonical
-    facts drawn from it. A user's message is quoted claim by claim (:func:`_claim_groups`).
+    facts drawn from it. A user's message is quoted claim by claim (:func:`~zep_core.providers.claims.claim_groups`).
     """
     canonical: list[ExtractedFact] = []
     kept: list[str] = []
@@ -320,7 +321,7 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
             if reading is not None and reading.act == CLAIM and stated:  # the rules' word over the meaning's
                 reading = replace(reading, attribute=stated, sure=True)
             # the assistant's words speak for the assistant only: never a fact about the user
-            canonical += [_with_claim(f, reading, sentence) for f in found
+            canonical += [with_claim(f, reading, sentence, kept[-1] if kept else "") for f in found
                           if not said.assistant or is_own(f.subject, said.speaker)]
         kept.append(sentence)
         read.append(reading)
@@ -328,59 +329,19 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
     if not kept:
         return
     covered = _covered_words(canonical)
-    groups = _claim_groups(kept, read)
+    groups = claim_groups(kept, read)
     if len(groups) == 1:
         claim = groups[0][1]
         for quote in _quotes(_SPACE_RE.sub(" ", " ".join(kept)).strip(), canonical):
             if is_informative(quote):
-                yield _with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), claim, quote)
+                yield with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), claim, quote,
+                                 said_before(kept, claim))
         return
     for texts, claim in groups:
         quote = _SPACE_RE.sub(" ", " ".join(texts)).strip()
         if is_informative(quote):
-            yield _with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), claim, quote)
-
-
-def _claim_groups(sentences: Sequence[str], read: Sequence[Reading | None]) -> list[tuple[list[str], Reading | None]]:
-    """A message's kept sentences, one group per claim that changes or corrects something.
-
-    A claim with a cue starts a group; the sentences after it (asks, other claims) go with
-    it, those before the first such claim with the first. So "got rid of the corolla. how
-    often should I change the oil on the civic?" is one quote that ends the old car's
-    statements, while the rest of the message stays one quote (quoted whole, a message is
-    found whole). A group's claim is its cue's, else its first claim with an attribute.
-    """
-    groups: list[tuple[list[str], Reading | None]] = []
-    lead: list[str] = []
-    for sentence, reading in zip(sentences, read):
-        claim = reading if reading is not None and reading.act == CLAIM else None
-        if claim is not None and claim.cue:
-            groups.append(([*lead, sentence], claim))
-            lead = []
-        elif groups:
-            text, held = groups[-1]
-            text.append(sentence)
-            if held is None and claim is not None and claim.attribute:
-                groups[-1] = (text, claim)
-        else:
-            lead.append(sentence)
-    if lead:
-        first = next((r for r in read[:len(lead)] if r is not None and r.act == CLAIM and r.attribute), None)
-        groups.append((lead, first))
-    return groups or [([], None)]
-
-
-def _with_claim(fact: ExtractedFact, claim: Reading | None, text: str) -> ExtractedFact:
-    """``fact`` with the attribute and cue of the claim it comes from, and the names of ``text`` (what it says).
-
-    A correction's names hold its values too ("34", "march"): the value is what was wrong.
-    """
-    if claim is None:
-        return fact
-    names = names_of(text, values=claim.cue == "correction") if claim.cue else frozenset()
-    counts = tuple(sorted(counts_of(text).items())) if fact.predicate == "statement" else ()
-    return replace(fact, attribute=claim.attribute, cue=claim.cue, names=tuple(sorted(names)),
-                   retires=bool(claim.attribute and claim.sure), counts=counts)
+            yield with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), claim, quote,
+                             said_before(kept, claim))
 
 
 #: Where a sentence starts a new clause with its own subject: "…, and I work at Initech".

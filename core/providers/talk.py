@@ -58,7 +58,7 @@ SMALL_TALK_WORDS = frozenset(
     lot bunch welcome no problem worries pleasure my anytime any time of course absolutely definitely
     totally got understood noted makes sense sounds that this yes yeah yep yup nope bye goodbye later soon
     tomorrow take care have and the same there what's whats up hmm oh ah wow haha hahaha lol lmao i i'm im
-    am me help helpful glad congrats congratulations exciting hope hoping fun enjoy it's its was for now bye-bye
+    am me help helpful glad congrats congratulations exciting hope hoping fun enjoy it's its was for now bye-bye sorry
     at how's you're we're that's all back sleep well sweet dreams goodnight"""
     .split())
 _WORD = re.compile(r"[A-Za-zÀ-ÿ']+|\d+")

@@ -1,0 +1,264 @@
+"""What a claim says of what was said before: its cue, the names of what it is about, what it counts.
+
+A claim that changes, ends or corrects something carries a **cue** (:func:`cue_of`: "switched
+to", "got rid of", "it's actually"), and the **names** of the thing it is about (:func:`names_of`,
+:func:`change_names`: "corolla", "Biscuit"), by which it finds the earlier statements it retires
+(:mod:`zep_core.named`). A statement that **counts** something (:func:`counts_of`: "9 people
+report to me") replaces an earlier count of the same thing. Rules only: words, each with its
+examples.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .lexicon import FILLER_WORDS
+from .talk import SMALL_TALK_WORDS
+
+__all__ = ["COMMON_WORDS", "change_names", "counts_of", "cue_of", "names_of", "shared_names"]
+
+# --- cues ---------------------------------------------------------------------------------
+
+#: It says something replaced, changed or ended: "switched to", "got rid of", "passed away", "no longer".
+_CHANGE = re.compile(
+    r"(?i)(?<![\w'])(?:switch(?:ed|ing)\s+(?:from|to|over|me|us|back|jobs|majors|careers)|replac(?:ed|ing)|"
+    r"instead|upgrad(?:ed|ing)\s+(?:to|from)|traded(?:\s+it)?\s+in|got\s+rid\s+of|sold|gave\s+away|returned|"
+    r"no\s+longer|not\s+\w+\s+any\s?more|any\s?more|no\s+more|passed\s+away|passed\s+in|died|"
+    r"put\s+(?:\w+\s+)?down|rehom(?:e|ed|ing)|stole|stolen|lost\s+(?:my|our)|"
+    r"broke\s+up|divorc(?:ed|e\s+was\s+finali[sz]ed)|split\s+up|separated|quit|left\s+(?:my|our)|retired|"
+    r"fully\s+over|cancel+ed|called\s+off|closed\s+(?:down|for\s+good)|pulled\s+(?:the|his|her|my|our|their)|"
+    r"pushed\s+(?:it|back|to)|postponed|rescheduled|moved\s+(?:to|out|back|in\s+with|closer)|relocated|"
+    r"went\s+(?:w|with)\s+(?:a|an|the)|plot\s+twist|"
+    r"(?:raised|dropped|down|up|went\s+up|went\s+down|increased|decreased)\s+(?:\w+\s+)?to\s+\$?\d)(?![\w'])")
+#: It says something said before was wrong: "it's actually", "I meant", "not the 3rd", "I mixed them up".
+_CORRECTION = re.compile(
+    r"(?i)(?<![\w'])(?:(?:it|that|she|he|they|this|which)(?:'s|\s+is|\s+was|'re|\s+are)\s+actually|"
+    r"actually\s+(?:it'?s|its|is|was)|i\s+meant|meant\s+to\s+say|"
+    r"(?:wrong|incorrect)\s+(?:date|number|name|day|year|info|one)|gave\s+you\s+the\s+wrong|correction|"
+    r"correct\s+(?:something|that|myself)|mix(?:ed|ing)?\s+(?:them|it|that|those|these)\s+up|mixed\s+up|"
+    r"double[\s-]checked|typo|brain\s+glitch|not\s+the\s+\w+|my\s+bad|oops|wait\s+no|scratch\s+that|"
+    r"did\s+i\s+say|i\s+misspoke)(?![\w'])")
+#: It reports what the speaker said before: a correction only beside a :data:`_CONTRAST` ("I told you
+#: 34, I'm 36"), else a memory of it ("the festival I told you about", "so I said yes").
+_RECALLED = re.compile(r"(?i)(?<![\w'])(?:i|i've)\s+(?:said\s+(?!yes\b|no\b|so\b|that\s+i\b)\S+|"
+                       r"told\s+you(?!\s+about\b))")
+#: What sets a recalled word against the right one: "… but", "actually", ", it's …", "I realized".
+_CONTRAST = re.compile(r"(?i)\b(?:but|actually|realized|wrong|meant|not)\b|"
+                       r",\s*(?:i'?m|it'?s|its|she'?s|he'?s|they'?re)\b")
+#: It says something ended, in so many words.
+_ENDED = re.compile(r"(?i)\bend\s+of\s+an\s+era\b")
+#: A change said not to happen, or only urged: "don't quit", "I won't give up", "never sold it".
+_NEGATED = re.compile(r"(?i)(?:\b(?:don'?t|do\s+not|won'?t|will\s+not|never|not|didn'?t|can'?t|cannot|couldn'?t|"
+                      r"wouldn'?t|shouldn'?t|mustn'?t|gonna|going\s+to|want\s+to|hope\s+to|might|may|should|"
+                      r"would|could|if)\s+(?:\w+\s+)?)$")
+#: The words of a change's cue.
+_CUE_WORDS = re.compile("|".join(p.pattern.removeprefix("(?i)") for p in (_CHANGE, _ENDED)), re.IGNORECASE)
+
+
+def cue_of(sentence: str) -> str | None:
+    """``"correction"``, ``"change"`` or None: what the sentence says of what was said before.
+
+    Example:
+        >>> cue_of("it's actually stripe"), cue_of("finally got rid of the corolla"), cue_of("don't quit!")
+        ('correction', 'change', None)
+        >>> cue_of("I told you I was 34, I'm 36"), cue_of("remember the festival I told you about?")
+        ('correction', None)
+
+    """
+    if _CORRECTION.search(sentence) or (_RECALLED.search(sentence) and _CONTRAST.search(sentence)):
+        return "correction"
+    found = _CHANGE.search(sentence)
+    if (found and not _NEGATED.search(sentence[:found.start()])) or _ENDED.search(sentence):
+        return "change"
+    return None
+
+
+#: Where a sentence's clauses meet: what a change is of is said in the clause of its cue.
+_CLAUSE_BREAK = re.compile(r"[,;:!?]\s+|\s+[-–—]+\s+|\.\.+\s*|\s+(?:and|but|so|because|though|although|while|then)\s+",
+                           re.IGNORECASE)
+
+
+def change_names(sentence: str) -> frozenset[str]:
+    """The names in the clauses of ``sentence`` that say what changed: what the change is of.
+
+    The rest of the sentence says other things ("since I sold the corolla, the commute has
+    been tough": the corolla went, not the commute), and the cue's own words name nothing
+    ("end of an era", "plot twist"): empty when the sentence names nothing that changed ("it").
+
+    Example:
+        >>> sorted(change_names("since I sold the corolla, the commute has been tough"))
+        ['corolla']
+        >>> sorted(change_names("plot twist: i actually love running now")), sorted(change_names("end of an era!"))
+        (['running'], [])
+
+    """
+    said = [_CUE_WORDS.sub(" ", c) for c in _CLAUSE_BREAK.split(sentence) if _CHANGE.search(c) or _ENDED.search(c)]
+    names = frozenset().union(*map(names_of, said))
+    # a cue of its own clause ("plot twist: i love running now") announces the rest of the sentence
+    return names or names_of(_CUE_WORDS.sub(" ", sentence))
+
+
+# --- names --------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[^\W\d_][\w'’-]*[\w]|[^\W\d_]", re.UNICODE)
+_VALUE_TOKEN = re.compile(r"\d[\w.,/:-]*\w|\d|[^\W\d_][\w'’-]*[\w]|[^\W\d_]", re.UNICODE)
+_CALENDAR = frozenset("""january february march april may june july august september october november december jan feb
+mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday mon tue tues wed
+thu thur thurs fri sat sun mondays tuesdays wednesdays thursdays fridays saturdays sundays""".split())
+#: Words that name nothing in particular: function words, chat words, and the verbs and nouns of
+#: every topic (a "car" or a "job" is any car or job: the name that says which one is what counts).
+COMMON_WORDS = frozenset("""
+a about above after again against ago all almost already also although always am among an and another any
+anybody anyone anything anyway anyways anywhere are aren't around as at away back be because been before
+being below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't done
+down during each either else enough even ever every everybody everyone everything few for from further get
+gets getting got gotta gonna had hadn't has hasn't have haven't having he he's her here hers herself him
+himself his how however i i'd i'll i'm i've if in into is isn't it it's its itself just kinda kind least
+less let let's like likely made make makes making many may maybe me might mine more most much must my
+myself need needs never new next no nor not nothing now of off often oh ok okay old on once one only or
+other others otherwise our ours ourselves out over own per perhaps please pls pretty quite rather really
+right same say says said see seems seen shall she she's should shouldn't since so some somebody someone
+something sometimes somewhat soon still such sure than that that's the their theirs them themselves then
+there there's these they they're thing things think this those though thought through thru to too toward
+tho u ur under until up upon us use used very via want wanted wants was wasn't way we we're we've well
+went were weren't what what's whatever when where whether which while who who's whole whom whose why will
+with within without won't would wouldn't yeah yes yet you you'd you'll you're you've your yours yourself
+also actually basically literally honestly totally seriously super so lol lmao haha omg ugh hmm idk imo
+tbh ngl btw fyi thx ty rn tmrw bc cuz ppl yep yup nope nah wow yay hey hi hello thanks thank bye cool nice
+great good bad best better worse worst big small little lot lots bit first last second third same different
+year years month months week weeks day days today tomorrow yesterday tonight morning night evening weekend
+time times minute minutes hour hours ago since until now later earlier recently currently finally officially
+january february march april may june july august september october november december monday tuesday wednesday
+thursday friday saturday sunday spring summer fall autumn winter
+live lives lived living moved move moving home house place apartment flat city town work works worked
+working job jobs company boss office started start starting quit left switched switch changed change new
+study studies studying school college university class classes major degree
+car cars drive driving drove vehicle
+pet pets dog dogs cat cats puppy kitten
+kid kids son sons daughter daughters child children baby mom mum dad mother father parents wife husband
+partner girlfriend boyfriend sister brother family friend friends
+love loves loved like likes liked hate hates hated enjoy enjoyed prefer favorite favourite fav
+buy bought got get sold sell own owns have has had use using used
+help need needs want wants tips ideas idea recs advice question thing stuff people person guy guys girl
+pay paid cost costs money budget dollars bucks price
+feel feels felt feeling going go goes gone come came coming take took taken give gave given keep kept
+tell told ask asked know knew try tried say said look looking make made call called
+switch switched changed replaced instead upgraded traded rid sold gave returned longer anymore passed died
+rehomed stole stolen lost broke divorce divorced finalized separated split quit retired graduated finished
+fully recovered cancelled canceled pulled pushed postponed rescheduled relocated update twist turns ended
+stopped raised dropped meant mean correction wrong mixed double checked typo glitch oops scratch told said
+""".split()) | FILLER_WORDS | SMALL_TALK_WORDS
+
+
+def names_of(text: str, *, values: bool = False) -> frozenset[str]:
+    """The words of ``text`` that say which thing it is about: not a common word, a number or a short word.
+
+    Lowercase, as said (the lexical index finds them so); two mentions of one thing meet by
+    their stems (:func:`shared_names`: "teaches" and "teaching"). With ``values`` (a correction:
+    the value itself is what was wrong), numbers, months and weekdays count too ("34", "march").
+
+    Example:
+        >>> sorted(names_of("finally got rid of the corolla lol, traded it in for a 2019 civic EX"))
+        ['civic', 'corolla', 'ex']
+        >>> sorted(names_of("it's march 13, not the 3rd", values=True))
+        ['13', '3rd', 'march']
+
+    """
+    out = set()
+    for word in (_VALUE_TOKEN if values else _TOKEN).findall(text.replace("’", "'")):
+        w = word.lower().strip("'-")
+        w = w[:-2] if w.endswith("'s") else w
+        if values and (w[:1].isdigit() or w in _CALENDAR):
+            out.add(w.rstrip(".,"))
+            continue
+        if len(w) < 2 or w in COMMON_WORDS or _stem(w) in COMMON_WORDS:
+            continue
+        out.add(w)
+    return frozenset(out)
+
+
+def shared_names(names: frozenset[str], other: frozenset[str]) -> frozenset[str]:
+    """The words of ``names`` that name what a word of ``other`` names (the same stem: "teaching", "teaches").
+
+    Example:
+        >>> sorted(shared_names(frozenset({"teaching", "google"}), frozenset({"teaches", "boston"})))
+        ['teaching']
+
+    """
+    stems = {_stem(w) for w in other}
+    return frozenset(w for w in names if _stem(w) in stems)
+
+
+def _stem(word: str) -> str:
+    for ending in ("ing", "es", "ed", "s"):
+        if len(word) > len(ending) + 3 and word.endswith(ending) and not word.endswith("ss"):
+            return word[:-len(ending)]
+    return word
+
+
+# --- counts -------------------------------------------------------------------------------
+
+_NUMBER_WORDS = ("zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+                 "sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred")
+_COUNT_CLAUSES = re.compile(r"[,;:]\s+|\s+(?:and|but|so)\s+|(?<=[.!?])\s+", re.IGNORECASE)
+#: Words that say nothing of what a count counts ("it's been # years": nothing in particular).
+_COUNT_EMPTY = frozenset("""a an the is are was were be been being am i i'm im me my mine we our us you your it it's its
+they their them he she his her of to in on at for with from by and or than then that this there year years month months
+week weeks day days hour hours minute minutes time times old about""".split())
+_COUNT_WORD = re.compile(rf"(?i)^(?:\$?\d[\d,]*(?:\.\d+)?[k%]?|{_NUMBER_WORDS})$")
+#: Words that change nothing in what a count is of: "11 people report to me *now*".
+_COUNT_FILLER = frozenset("""now currently still just only about around roughly like almost nearly over under approx
+approximately exactly already also too so really actually lol haha anymore these days tho though ok okay well
+oh yeah""".split())
+#: A number after these names one thing of many ("document number 4"), it counts nothing.
+_LABEL = frozenset("number no no. # num".split())
+#: A clause told of one occasion, or in the past: an event ("I ran 5k today", "we logged sighting
+#: number 5"), not a count that holds until another replaces it.
+_ONCE = re.compile(r"(?i)\b(?:today|tonight|yesterday|this\s+(?:morning|afternoon|evening)|"
+                   r"last\s+(?:night|week|weekend|month|year|time)|(?:i|we|he|she|they)\s+(?:just\s+)?"
+                   r"(?:\w+ed|was|were|had|did|got|went|ran|saw|made|took|gave|came|won|bought|caught|wrote)\b)")
+
+
+#: "my fav band is…", "our go-to date night spot": a favorite holds one value at a time.
+_FAVORITE = re.compile(r"(?i)\b(?:my|our|his|her)\s+(?:new\s+|all[\s-]time\s+)?(?:fav|fave|favou?rite|go[\s-]to)\s+"
+                       r"(?P<what>(?!is\b|thing\b|ever\b)[a-z]+(?:\s+(?!is\b|are\b|was\b|now\b|ever\b|of\b|too\b|"
+                       r"lately\b|rn\b)[a-z]+)?)")
+
+
+def counts_of(text: str) -> dict[str, str]:
+    """The counts a text states, by what they count: ``{"# people report to me": "9"}``; and its favorites.
+
+    A count is a number (or a number word) in a clause that is not told of one occasion or in
+    the past (:data:`_ONCE`); what it counts is the clause's words around it, the number as
+    ``#``, without filler ("now", "like"…). Two statements that count
+    the same thing with two values say one replaced the other: "9 people report to me", then
+    "11 people report to me now".
+
+    Example:
+        >>> counts_of("I work as a nurse and 9 people report to me.")
+        {'# people report to me': '9'}
+        >>> counts_of("now i have three cats.")
+        {'i have # cats': 'three'}
+        >>> counts_of("my fav band is twenty one pilots")
+        {'favorite band': 'my fav band is twenty one pilots'}
+        >>> counts_of("I ran 5k today"), counts_of("test document number 4")
+        ({}, {})
+
+    """
+    out: dict[str, str] = {}
+    for found in _FAVORITE.finditer(text):  # "theyre my favorite band now": one favorite band at a time
+        out[f"favorite {found['what'].lower()}"] = text[found.start():].split(".")[0].lower()
+    for clause in _COUNT_CLAUSES.split(text):
+        if _ONCE.search(clause):
+            continue
+        words = [w for w in re.findall(r"[\w$'%.,-]+", clause.lower().replace("’", "'")) if w.strip(".,")]
+        words = [w.strip(".,") for w in words if w.strip(".,") not in _COUNT_FILLER]
+        found = [i for i, w in enumerate(words) if _COUNT_WORD.match(w) and not (i and words[i - 1] in _LABEL)]
+        if len(found) != 1:
+            continue  # none, or several: not one count of one thing
+        i = found[0]
+        window = words[max(0, i - 4):i] + ["#"] + words[i + 1:i + 5]
+        if not [w for w in window if w != "#" and w not in _COUNT_EMPTY]:
+            continue  # "it's been # years" counts nothing in particular
+        out[" ".join(window)] = words[i]
+    return out

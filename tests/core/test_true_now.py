@@ -1,0 +1,91 @@
+"""What is true now, from ordinary chat, with the offline extractor: what a later message retires, and what it leaves.
+
+A later message that says something changed ("finally got rid of the corolla") or was wrong
+("I told you I was 34, I'm 36") retires the earlier statements about that thing, and only those:
+long chatty messages share plenty of words with earlier ones ("crazy", "tough", "stuck"), and a
+word shared outside the clause that says what changed retires nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from zep_core import Message
+
+T = datetime(2024, 3, 1, tzinfo=timezone.utc)
+
+
+def _tell(memory, *sessions: str, user: str = "sam", name: str = "Sam") -> None:
+    for i, text in enumerate(sessions):
+        memory.conversation_end(f"s{i}", [Message(text, name=name, timestamp=T + timedelta(days=30 * i))],
+                                user_id=user)
+
+
+def _current(memory, user: str = "sam") -> list[str]:
+    return [f.content for f in memory.facts(user) if f.is_current]
+
+
+def _said(facts: list[str], words: str) -> bool:
+    return any(words in f for f in facts)
+
+
+def test_a_thing_got_rid_of_retires_what_was_said_of_it_and_keeps_the_new_one(memory):
+    _tell(memory, "my corolla is making this grinding noise when i brake, like metal on metal",
+          "finally got rid of the corolla lol, traded it in for a 2019 civic EX. how often should i change the oil?")
+    now = _current(memory)
+    assert not _said(now, "grinding noise")
+    assert _said(now, "2019 civic EX")
+
+
+def test_a_correction_puts_the_wrong_value_right(memory):
+    _tell(memory, "I'm 34 and just started running, any tips for a first 5k?",
+          "also fyi I told you I was 34 a while back, I'm 36 lol")
+    now = _current(memory)
+    assert _said(now, "I'm 36 and just started running")
+    assert not _said(now, "I'm 34")
+
+
+def test_a_memory_of_what_was_said_corrects_nothing(memory):
+    _tell(memory, "I went to a charity event with Harry Potter trivia, Anthony won the quiz.",
+          "Last August I told you about my fun time at a charity event with Harry Potter trivia. "
+          "Did you dress up as any character?")
+    assert _said(_current(memory), "Anthony won the quiz")
+
+
+def test_a_count_said_again_replaces_the_old_count(memory):
+    _tell(memory, "9 people report to me at the moment, how do I run a good 1:1?",
+          "11 people report to me now after the reorg")
+    now = _current(memory)
+    assert not _said(now, "9 people report to me")
+    assert _said(now, "11 people report to me")
+
+
+def test_a_word_shared_outside_the_clause_that_changed_retires_nothing(memory):
+    _tell(memory, "The school trip to the science museum was crazy, the kids loved the planetarium.",
+          "Crazy thing happened since we last talked. I lost my job at the bakery, so I'm looking for work.")
+    assert _said(_current(memory), "planetarium")
+
+
+def test_a_change_said_again_keeps_its_first_telling(memory):
+    _tell(memory, "Unfortunately, I also lost my job at Door Dash last week.",
+          "Since I lost my job at Door Dash, things have been tough. But I have some good news to share!")
+    assert _said(_current(memory), "also lost my job at Door Dash")
+
+
+def test_an_urged_change_is_no_change(memory):
+    _tell(memory, "I play guitar in a small band with two friends from work.",
+          "Some days I want to quit guitar, but don't quit is what my teacher says!")
+    assert _said(_current(memory), "guitar in a small band")
+
+
+def test_a_change_that_names_nothing_is_of_what_was_said_just_before(memory):
+    _tell(memory, "our go-to date night spot is tavola, best cacio e pepe in the city",
+          "tavola closed 😭 end of an era. we've switched to this little thai place, kin khao, going every friday now")
+    now = _current(memory)
+    assert not _said(now, "go-to date night spot is tavola")
+    assert _said(now, "kin khao")
+
+
+def test_small_talk_and_condolences_are_not_facts(memory):
+    _tell(memory, "hey! sorry to hear that, so sorry!! thanks for asking, have a great weekend")
+    assert _current(memory) == []
