@@ -50,8 +50,8 @@ from dataclasses import replace
 
 from ..attributes import attribute_of
 from ..models import Message
+from ..names import is_own
 from ..predicates import stating_words
-from ..temporal import is_own
 from .base import ExtractedCorrection, ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
 from .claims import CLAIM, DROP, ClaimReader, Reading, counts_of, names_of, split_talk
 from .earlier import Earlier, Heard, mentions

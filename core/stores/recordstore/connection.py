@@ -15,7 +15,7 @@ import sqlite_utils
 
 from ...errors import StoreError, is_io_failure, store_error
 from ...models import Message
-from ...temporal import normalize_name
+from ...names import normalize_name
 from ...tenant import Tenant, key
 from .. import fts
 from ..schema import (
