@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import StoreError
-from ..lock import DataDirLock
 from .base import GraphIndex, VectorIndex
+from .lock import DataDirLock
 from .records import RecordStore
 
 if TYPE_CHECKING:

@@ -144,7 +144,7 @@ class Connection:
         """Nothing to do: a write holds SQLite's write lock for the whole file (``BEGIN IMMEDIATE``)."""
 
     def claim_episode(self, tenant: Tenant, episode_id: str) -> bool:
-        """Always: one process holds a data folder (:class:`~zep_core.lock.DataDirLock`).
+        """Always: one process holds a data folder (:class:`~zep_core.stores.lock.DataDirLock`).
 
         Its threads take turns in :class:`~zep_core.ingest.Ingestor`.
         """
