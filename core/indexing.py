@@ -16,12 +16,11 @@ row's: it is raised, and the rows stay queued.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .errors import StoreUnavailableError
+from .errors import RecordStoreError, StoreUnavailableError
 from .outbox import FactChange, LeftOut, OpKind, OutboxOp, Quarantined, Row, describe
 from .stores import Stores
 from .stores.base import EntityNode, FactEdge
@@ -54,7 +53,8 @@ class IndexApplier:
         A batch that fails is split in halves until the failing rows stand alone. A
         failure only counts against the rows while the indexes still answer a read;
         otherwise the index itself is down and nothing is quarantined. A failure of
-        SQLite, the system of record, is never a row's fault: it is raised, and so is a
+        the record store, the system of record (a :class:`~zep_core.errors.RecordStoreError`,
+        whatever its backend), is never a row's fault: it is raised, and so is a
         :class:`~zep_core.StoreUnavailableError` (a full disk, an index that did not answer
         in time), at once, without trying the halves.
         """
@@ -63,8 +63,8 @@ class IndexApplier:
         try:
             return self._apply(rows)
         except Exception as exc:
-            if isinstance(exc, (sqlite3.Error, StoreUnavailableError)) or isinstance(exc.__cause__, sqlite3.Error):
-                raise  # the store's failure (SQLite, a full disk, a call that never returned), never the rows'
+            if isinstance(exc, (RecordStoreError, StoreUnavailableError)):
+                raise  # the store's (the record store, a full disk, a call that never returned), never the rows'
             if not self._indexes_answer(rows[0][1].user_id):
                 raise StoreUnavailableError(
                     f"the vector or graph index does not answer ({describe(exc)}); the index writes stay queued "

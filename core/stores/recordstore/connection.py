@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlite_utils
 
-from ...errors import StoreError, is_io_failure, store_error
+from ...errors import RecordStoreError, StoreError, is_io_failure, store_error
 from ...models import Message
 from ...names import normalize_name
 from ...tenant import Tenant, key
@@ -77,7 +77,7 @@ class Connection:
             conn.executescript(SCHEMA + fts.SCHEMA + _RETIRED_INDEXES)
             conn.executescript(fts.SCRATCH)  # the connection's own scratch tables (temp: nothing in the file)
         except sqlite3.Error as exc:
-            raise store_error(f"could not open the record store {path}: {exc}") from exc
+            raise store_error(f"could not open the record store {path}: {exc}", RecordStoreError) from exc
         self.path = path
         #: Set once a write failed for want of space (or by the file system): the disk that
         #: failed SQLite may have failed Chroma's files silently, so the next open checks them.
@@ -104,8 +104,8 @@ class Connection:
             with self.transaction():                   # 3 -> 4: a canonical fact indexed by its message's words;
                                                        # 4 -> 5: the state word; 5 -> 6: shared tables, not one per user
                 self.rebuild_lexical(progress=_log_progress)
-        if "extra" not in {c.name for c in self.db["session_messages"].columns}:  # 2 -> 3: adapters' turn data
-            conn.execute("ALTER TABLE session_messages ADD COLUMN extra TEXT")
+        if "extra" not in {r[1] for r in self._rows("PRAGMA table_info(session_messages)")}:  # 2 -> 3: turn data
+            self._exec("ALTER TABLE session_messages ADD COLUMN extra TEXT")
         if version != str(SCHEMA_VERSION):
             self.set_meta("schema_version", str(SCHEMA_VERSION))
 
@@ -157,7 +157,7 @@ class Connection:
 
     def _failed(self, message: str) -> StoreError:
         """The error for a failed write; one that says the disk failed marks the folder for a check."""
-        error = store_error(message)
+        error = store_error(message, RecordStoreError)
         if is_io_failure(message):
             self.needs_check = True
             if self.on_failure is not None:
@@ -169,7 +169,7 @@ class Connection:
             try:
                 return self.db.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite read failed in {self.path}: {exc}") from exc
+                raise RecordStoreError(f"SQLite read failed in {self.path}: {exc}") from exc
 
     def _exec(self, sql: str, params: Sequence[Any] | dict = ()) -> int:
         """Run one statement; return how many rows it changed."""
