@@ -82,7 +82,7 @@ class Connection:
         #: Set once a write failed for want of space (or by the file system): the disk that
         #: failed SQLite may have failed Chroma's files silently, so the next open checks them.
         self.needs_check = False
-        #: Called when ``needs_check`` is set (:func:`zep_core.stores.open_stores` records it in the lock file).
+        #: Called when ``needs_check`` is set (:func:`zep_core.stores.folder.open_folder` records it in the lock file).
         self.on_failure: Callable[[], None] | None = None
         self._lock = threading.RLock()
         self._checkpointer: sqlite3.Connection | None = None  # opened by the first checkpoint()
