@@ -82,7 +82,7 @@ class StoreUnavailableError(StoreError):
 
     The disk holding the data folder is full, the file system failed, or the vector
     index's process did not answer within ``MemoryConfig.vector_timeout_s``. What was
-    acknowledged before is kept; index writes stay queued in SQLite. Retry once the cause
+    acknowledged before is kept; index writes stay queued in the record store. Retry once the cause
     is gone (free space, say); the next open checks and repairs the derived indexes.
     """
 
