@@ -59,7 +59,7 @@ class Backend:
     records: ClassVar[str]
     #: Where a large user's vectors are searched: ``{users}`` is how many users that is.
     own_vector_index: ClassVar[str]
-    #: What ``stats`` calls the graph, and what it is.
+    #: What ``stats`` calls the graph index.
     graph: ClassVar[str]
     #: What ``doctor`` says when every check passes.
     agree: ClassVar[str]
