@@ -1,8 +1,9 @@
 """zep-memory core: a temporal knowledge-graph memory for LLM agents.
 
 Facts learned from conversations are kept with time — when each became true, when
-it stopped, what replaced it — in SQLite (records), Chroma (vectors) and Kùzu
-(graph), and handed back by relevance in milliseconds.
+it stopped, what replaced it — in a record store with a vector and a graph index (a
+data folder's SQLite, Chroma and Kùzu, or PostgreSQL), and handed back by relevance in
+milliseconds.
 
 Example:
     >>> from zep_core import Memory, Message

@@ -28,6 +28,7 @@ from .parts import Parts
 from .providers.base import Embedder
 from .sessions import SessionBuffer
 from .stores import Stores
+from .stores.backends import backend_for
 from .sync import IndexSync
 from .tenant import Tenant
 from .validation import check_flag, check_id, check_limit
@@ -178,7 +179,7 @@ class MemoryAdmin:
         return replace(self._maintenance.maintain(), sessions_ended=ended)
 
     def flush(self) -> int:
-        """Bring Chroma and Kùzu up to date with every committed write now; return how many were applied.
+        """Bring the indexes up to date with every committed write now; return how many were applied.
 
         Reads do this by themselves; call it before inspecting the indexes directly.
         """
@@ -186,7 +187,7 @@ class MemoryAdmin:
         return self._sync.drain()
 
     def forget_user(self, user_id: str) -> None:
-        """Remove every trace of a user from SQLite, Chroma and Kùzu.
+        """Remove every trace of a user: from the record store, and from the vector and graph indexes.
 
         Raises:
             NotFoundError: the user is unknown.
@@ -195,7 +196,7 @@ class MemoryAdmin:
         self._maintenance.forget_user(self._require_user(user_id))
 
     def rebuild(self, *, reembed: bool = False, batch_size: int = 1000) -> dict[str, int]:
-        """Recreate Chroma and Kùzu from SQLite, without re-embedding unless asked.
+        """Recreate the indexes (lexical, vectors, graph) from the record store, without re-embedding unless asked.
 
         Args:
             reembed: embed the stored texts again with the current embedder (after a
@@ -212,7 +213,7 @@ class MemoryAdmin:
         return self._maintenance.rebuild(reembed=reembed, batch_size=batch_size)
 
     def check_consistency(self, user_id: str | None = None) -> dict[str, list[str]]:
-        """Compare the three stores; an empty dict means they agree.
+        """Compare the indexes with the record store; an empty dict means they agree.
 
         Returns:
             Problem kinds mapped to the ids concerned (e.g. ``current_missing_in_chroma``).
@@ -226,8 +227,9 @@ class MemoryAdmin:
     def stats(self, user_id: str | None = None) -> dict[str, Any]:
         """Counts per store (records, vectors per kind, graph), pending work and the embedder.
 
-        With ``user_id``, that user's counts too (under ``"user"``). ``database`` is the
-        PostgreSQL database (its password as ``***``), or None for a data folder.
+        With ``user_id``, that user's counts too (under ``"user"``). ``backend`` is the
+        registry's name of what holds the memory (``sqlite``: a data folder; ``postgres``),
+        ``database`` its database's URL (the password as ``***``), or None for a data folder.
         ``vectors`` counts every current fact's vector; ``own_vector_index`` the users whose
         vectors have an index of their own (a Chroma collection past ``vector_exact_below``
         current facts, an HNSW index past ``postgres_exact_below``) and how many vectors those
@@ -236,11 +238,8 @@ class MemoryAdmin:
         self._check_open()
         if user_id is not None:
             user_id = Tenant.of(user_id)
-        database = self.config.database_url
-        if database:
-            from .stores.postgres.connection import public_url
-
-            database = public_url(database)
+        backend = backend_for(self.config)
         return {**self._maintenance.stats(self.users(), user_id), "data_dir": str(self.data_dir),
-                "chroma_url": self.config.chroma_url, "database": database}
+                "chroma_url": self.config.chroma_url, "backend": backend.name,
+                "database": backend.public_url(self.config)}
 

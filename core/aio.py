@@ -1,6 +1,6 @@
 """Async calls for the adapters: native on a ``RemoteMemory``, threads sized for the work in process.
 
-The memory's calls block: SQLite, the vector process, Kùzu and the embedder. An async
+The memory's calls block: the record store, the indexes and the embedder. An async
 adapter that wrapped them in :func:`asyncio.to_thread` would share the loop's default
 executor, ``min(32, cores + 4)`` threads: six on a two-core machine, so the seventh
 concurrent retrieval waits for one of the first six. Waiting is what these calls mostly

@@ -9,7 +9,7 @@ The settings come in four frozen, validated groups, each a field of
 :class:`MemoryConfig` (written in :mod:`~zep_core.settings`, re-exported here):
 
 - :class:`ScoringSettings` (``config.scoring``): how GetContext finds and ranks facts;
-- :class:`StorageSettings` (``config.storage``): SQLite, Chroma and Kùzu;
+- :class:`StorageSettings` (``config.storage``): where the memory lives and how its stores open;
 - :class:`LimitSettings` (``config.limits``): bounds on the input;
 - :class:`ProviderSettings` (``config.providers``): the embedder and extractor endpoint.
 

@@ -9,27 +9,14 @@ they could conflict with, so that :func:`~zep_core.temporal.plan_updates` asks
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Collection, Mapping
 
 from .attributes import ONE_VALUE
 from .models import Fact
+from .names import normalize_name  # here before zep_core.names; re-exported
 
 __all__ = ["Rivals", "conflicts", "counted_thing", "fact_key", "normalize_name"]
-
-_SPACES = re.compile(r"\s+")
-_EDGE_PUNCT = ".,;:!?\"'`()[]{} "
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def normalize_name(text: str) -> str:
-    """Casefold, collapse whitespace and trim punctuation: the key names are compared by.
-
-    Pure and called for every name of every candidate fact the update rules compare,
-    so its results are cached.
-    """
-    return _SPACES.sub(" ", text.casefold()).strip(_EDGE_PUNCT)
 
 
 def fact_key(fact: Fact) -> tuple[str, str, str]:

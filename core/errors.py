@@ -10,7 +10,9 @@ so callers can catch one type; store errors are wrapped at the store boundary.
      │    └── InvariantError    a record breaks the spec's invariant (valid_from <= valid_until)
      ├── NotFoundError          unknown user, entity or episode
      ├── ConfigError            bad configuration, or a data folder built with another embedder
-     ├── StoreError             SQLite, Chroma or Kùzu failed
+     ├── StoreError             a store failed: the record store, or the vector or graph index
+     │    ├── RecordStoreError  the record store failed (the system of record; a server answers it as a
+     │    │                     StoreError, so it is not among the public names below)
      │    ├── StoreLockedError  another process holds the data folder
      │    └── StoreUnavailableError  a store could not work at all (disk full, I/O error, a call that never
      │                          returned): nothing acknowledged is lost; retry once the cause is gone
@@ -59,7 +61,16 @@ class ConfigError(ZepMemoryError):
 
 
 class StoreError(ZepMemoryError):
-    """One of the three stores (SQLite, Chroma, Kùzu) failed."""
+    """A store failed: the record store, or the vector or graph index derived from it."""
+
+
+class RecordStoreError(StoreError):
+    """A read or write of the record store failed: the store's failure, never that of the rows handed to it.
+
+    Each record store raises it for its database's own errors (it wraps them, whatever
+    the driver), so the code above tells the system of record failing from an index
+    refusing one row without asking which backend it has.
+    """
 
 
 class StoreLockedError(StoreError):
@@ -71,7 +82,7 @@ class StoreUnavailableError(StoreError):
 
     The disk holding the data folder is full, the file system failed, or the vector
     index's process did not answer within ``MemoryConfig.vector_timeout_s``. What was
-    acknowledged before is kept; index writes stay queued in SQLite. Retry once the cause
+    acknowledged before is kept; index writes stay queued in the record store. Retry once the cause
     is gone (free space, say); the next open checks and repairs the derived indexes.
     """
 
@@ -90,11 +101,12 @@ def is_io_failure(message: str) -> bool:
     return any(words in text for words in _IO_FAILURES)
 
 
-def store_error(message: str) -> StoreError:
+def store_error(message: str, kind: type[StoreError] = StoreError) -> StoreError:
     """The error for a store's failure: :class:`StoreUnavailableError`, saying what to do, when the store is at fault.
 
     That is a disk that failed, or a database another connection kept locked (Chroma's own
     stays so after its disk filled up): neither says anything about the data written.
+    Any other failure is a ``kind`` (:class:`RecordStoreError` from a record store).
     """
     if is_io_failure(message):
         return StoreUnavailableError(f"{message}. The disk holding the data folder is full or failing: free space "
@@ -102,7 +114,7 @@ def store_error(message: str) -> StoreError:
     if "database is locked" in message.lower():
         return StoreUnavailableError(f"{message}. Another connection held the database past the busy timeout; "
                                      "retry (nothing acknowledged was lost)")
-    return StoreError(message)
+    return kind(message)
 
 
 class ExtractionError(ZepMemoryError):

@@ -29,7 +29,7 @@ from .errors import ValidationError
 from .ingest import validate_messages
 from .models import EPISODE_STATUSES, Entity, Episode, Fact, Message, to_utc
 from .resolve import entity_id
-from .stores.records import StoredFact, iso
+from .stores.schema import StoredFact, iso
 from .tenant import Tenant
 from .validation import check_id, check_text
 
@@ -38,7 +38,7 @@ __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ChatRow", "EntityRow", "FactRow",
 
 EXPORT_FORMAT = "zep-memory-export"
 EXPORT_VERSION = 1
-_MAX_COUNT = 2**62  # fact_count: beyond it SQLite's INTEGER overflows
+_MAX_COUNT = 2**62  # fact_count: beyond it the record store's 64-bit integer overflows
 _show = reprlib.Repr()
 _show.maxstring = _show.maxother = 60
 _show.maxlevel = 2

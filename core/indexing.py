@@ -1,32 +1,31 @@
-"""Applying the outbox: Chroma and Kùzu brought in line with SQLite, a failing row set apart from the rest.
+"""Applying the outbox: the indexes brought in line with the record store, a failing row set apart from the rest.
 
 :class:`IndexApplier` is the half of :class:`~zep_core.sync.IndexSync` that writes the
 indexes. Applying is idempotent: the target state of every fact and entity is read
-from SQLite (:meth:`IndexApplier.sync_facts`, :meth:`IndexApplier.sync_entities`), so a
+from the record store (:meth:`IndexApplier.sync_facts`, :meth:`IndexApplier.sync_entities`), so a
 row applied twice, or after a crash, ends in the same place.
 
 No row can lock a memory: what can never be indexed (a vector that is NaN or of another
 dimension, :func:`unusable_vector`; an edge to an entity that is not stored) is left out
 and the rest of the record indexed; a row the index refuses is found by halving its
 batch (:meth:`IndexApplier._apply_isolated`). Such rows move to a quarantine table with
-the reason. A failure of SQLite, or of an index that does not answer at all, is never a
-row's: it is raised, and the rows stay queued.
+the reason. A failure of the record store, or of an index that does not answer at all, is
+never a row's: it is raised, and the rows stay queued.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .errors import StoreUnavailableError
+from .errors import RecordStoreError, StoreUnavailableError
 from .outbox import FactChange, LeftOut, OpKind, OutboxOp, Quarantined, Row, describe
 from .stores import Stores
 from .stores.base import EntityNode, FactEdge
 from .stores.record_protocols import SyncRecords
-from .stores.records import StoredFact, iso
+from .stores.schema import StoredFact, iso
 from .tenant import Tenant
 
 __all__ = ["IndexApplier", "unusable_vector"]
@@ -35,7 +34,7 @@ log = logging.getLogger("zep_core")
 
 
 class IndexApplier:
-    """Applies outbox rows to the vector and graph indexes of ``stores``, reading what to write from SQLite."""
+    """Applies outbox rows to the vector and graph indexes of ``stores``, reading what to write from the records."""
 
     def __init__(self, stores: Stores) -> None:
         self.records: SyncRecords = stores.records
@@ -54,7 +53,8 @@ class IndexApplier:
         A batch that fails is split in halves until the failing rows stand alone. A
         failure only counts against the rows while the indexes still answer a read;
         otherwise the index itself is down and nothing is quarantined. A failure of
-        SQLite, the system of record, is never a row's fault: it is raised, and so is a
+        the record store, the system of record (a :class:`~zep_core.errors.RecordStoreError`,
+        whatever its backend), is never a row's fault: it is raised, and so is a
         :class:`~zep_core.StoreUnavailableError` (a full disk, an index that did not answer
         in time), at once, without trying the halves.
         """
@@ -63,8 +63,8 @@ class IndexApplier:
         try:
             return self._apply(rows)
         except Exception as exc:
-            if isinstance(exc, (sqlite3.Error, StoreUnavailableError)) or isinstance(exc.__cause__, sqlite3.Error):
-                raise  # the store's failure (SQLite, a full disk, a call that never returned), never the rows'
+            if isinstance(exc, (RecordStoreError, StoreUnavailableError)):
+                raise  # the store's (the record store, a full disk, a call that never returned), never the rows'
             if not self._indexes_answer(rows[0][1].user_id):
                 raise StoreUnavailableError(
                     f"the vector or graph index does not answer ({describe(exc)}); the index writes stay queued "
@@ -124,10 +124,10 @@ class IndexApplier:
         return int(dim) if dim.isdigit() else None
 
     def sync_entities(self, ids: Mapping[Tenant, Sequence[str]]) -> dict[str, str]:
-        """Make the graph index hold these entities (by user) as SQLite has them.
+        """Make the graph index hold these entities (by user) as the record store has them.
 
         An entity is a node of the graph and nothing in the vector index: nothing read
-        entity-name vectors there, so they are no longer written (SQLite keeps each
+        entity-name vectors there, so they are no longer written (the record store keeps each
         name's vector, exported with the user).
 
         Returns:
@@ -141,12 +141,12 @@ class IndexApplier:
         return {}
 
     def sync_facts(self, changes: Mapping[Tenant, Mapping[str, set[FactChange]]]) -> dict[str, str]:
-        """Make Chroma and Kùzu hold each fact (by user) as SQLite has it now.
+        """Make the vector and graph indexes hold each fact (by user) as the record store has it now.
 
-        Chroma holds the vectors of current facts only: a retired fact's vector leaves it
-        (``as_of`` finds superseded facts in SQLite). The change only says which work can
+        The vector index holds the vectors of current facts only: a retired fact's vector leaves it
+        (``as_of`` finds superseded facts in the record store). The change only says which work can
         be skipped (a reinforced fact keeps its vector). Facts of a forgotten
-        user are gone from SQLite: skipped. What cannot be indexed — a vector that is
+        user are gone from the record store: skipped. What cannot be indexed — a vector that is
         not finite or not of the embedder's dimension, an edge to an entity that is not
         stored — is left out, and the rest of the fact indexed.
 

@@ -6,10 +6,10 @@
   refreshes entities (``zep-memory maintain`` for cron). An episode whose extraction
   failed ``max_extraction_attempts`` times is marked ``failed`` with its last error and
   no longer retried; it keeps its messages.
-* :meth:`Maintenance.check_consistency` compares SQLite with both indexes (and lists the
+* :meth:`Maintenance.check_consistency` compares the record store with both indexes (and lists the
   quarantined index writes, :mod:`zep_core.sync`), and :meth:`Maintenance.stats` counts
   what each store holds.
-* :meth:`Maintenance.rebuild` recreates the indexes from SQLite, re-embedding the
+* :meth:`Maintenance.rebuild` recreates the indexes from the record store, re-embedding the
   stored texts when the embedder changed; :meth:`Maintenance.open` checks the
   embedder identity, finishes what a crash cut short, and notices indexes that are
   missing (``on_missing_index``).
@@ -32,7 +32,7 @@ from .providers.base import Embedder, Summarizer
 from .stores import Stores
 from .stores.base import RETIRED_VECTOR_KINDS, VECTOR_KINDS
 from .stores.record_protocols import MaintenanceRecords
-from .stores.records import iso
+from .stores.schema import iso
 from .sync import IndexSync
 from .temporal import STATEMENT, normalize_name
 from .tenant import Tenant
@@ -118,7 +118,7 @@ class Maintenance:
         """Once per folder and retired kind: delete the collections older versions wrote and nothing reads now.
 
         Entity-name vectors (never read), and the superseded facts' collections (``as_of``
-        searches SQLite now). The meta value names the kinds dropped, so a kind retired
+        searches the record store now). The meta value names the kinds dropped, so a kind retired
         later is dropped once more.
         """
         drop = getattr(self.vectors, "drop_retired", None)
@@ -131,16 +131,16 @@ class Maintenance:
         self.records.set_meta("retired_vectors", done)
 
     def _settle_vector_tiers(self) -> None:
-        """Once per folder from before the vector tiers: drop the collections of users now searched in SQLite."""
+        """Once per folder from before the vector tiers: drop the collections of users now searched exactly."""
         settle = getattr(self.vectors, "settle", None)
         if settle is None or self.vectors.settled():
             return
         dropped = settle(self.records.users())
         if dropped:
-            log.info("dropped %d vector collections of users now searched exactly in SQLite", dropped)
+            log.info("dropped %d vector collections of users now searched exactly in the record store", dropped)
 
     def missing_indexes(self) -> list[str]:
-        """The indexes that hold nothing of what SQLite says they must, looked up by key (cheap).
+        """The indexes that hold nothing of what the record store says they must, looked up by key (cheap).
 
         The vector index must hold fact vectors of the user of the oldest fact whose index
         write was applied (none queued or quarantined); the graph must hold the edge of the
@@ -171,13 +171,13 @@ class Maintenance:
             return
         facts = self.records.table_counts()["facts"]
         what = f"{' and '.join(missing)} of {data_dir} hold{'s' if len(missing) == 1 else ''} nothing " \
-               f"while SQLite holds {facts} facts (deleted, emptied, or a data folder copied without them)"
+               f"while the record store holds {facts} facts (deleted, emptied, or a data folder copied without them)"
         if self.config.on_missing_index == "error":
             raise StoreError(f"{what}; run `zep-memory rebuild --data {data_dir}` to recreate the indexes from "
-                             "SQLite (or open with on_missing_index='rebuild')")
-        log.warning("%s: rebuilding the indexes from SQLite", what)
+                             "the record store (or open with on_missing_index='rebuild')")
+        log.warning("%s: rebuilding the indexes from the record store", what)
         counts = self.rebuild(progress=_log_progress(data_dir))
-        log.warning("rebuilt the indexes of %s from SQLite: %d facts, %d entities", data_dir, counts["facts"],
+        log.warning("rebuilt the indexes of %s from the record store: %d facts, %d entities", data_dir, counts["facts"],
                     counts["entities"])
 
     def _check_embedder(self, data_dir: Path) -> bool:
@@ -280,7 +280,7 @@ class Maintenance:
 
     def rebuild(self, *, reembed: bool = False, batch_size: int = 1000,
                 progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
-        """Recreate Chroma and Kùzu from SQLite; with ``reembed``, embed the stored texts again first."""
+        """Recreate the indexes from the record store; with ``reembed``, embed the stored texts again first."""
         return self.sync.rebuild(batch_size=batch_size, before=self._reembed if reembed else None,
                                  progress=progress)
 
@@ -334,7 +334,7 @@ class Maintenance:
                         edges[fid] = s.fact.is_current
             entities = {i for ids in self.records.iter_entity_ids(user) for i in ids}
             all_entities |= entities
-            in_chroma = self.vectors.ids(user, "current")  # superseded facts are searched in SQLite
+            in_chroma = self.vectors.ids(user, "current")  # superseded facts are searched in the record store
             note("current_missing_in_chroma", current - in_chroma)
             note("stale_in_chroma_current", in_chroma - current)
             note("edges_missing_in_graph", set(edges) - set(g_edges))

@@ -1,7 +1,7 @@
 """Memory: the façade. It checks what comes in and hands the work to the module that owns it.
 
 ``conversation_end`` → :mod:`~zep_core.ingest`; the write step (records, then the
-outbox into Chroma and Kùzu) → :mod:`~zep_core.sync`; GetContext and the context
+outbox into the indexes) → :mod:`~zep_core.sync`; GetContext and the context
 block → :mod:`~zep_core.retrieval`; refresh (``every 6h``), maintain, checks and
 rebuilds → :mod:`~zep_core.maintenance`; chat sessions → :mod:`~zep_core.sessions`;
 export/import → :mod:`~zep_core.transfer`; read-only Cypher → :mod:`~zep_core.cypher`;
@@ -38,6 +38,7 @@ from .models import EPISODE_STATUSES, Entity, Fact, IngestResult, Message
 from .parts import Parts, attach, detach, forget
 from .retrieval import ContextQuery
 from .stores import StoreOpener, open_stores
+from .stores.backends import is_database_url
 from .tenant import Tenant, check_ids
 from .validation import check_id, check_limit
 
@@ -45,7 +46,7 @@ __all__ = ["EPISODE_STATUSES", "MaintenanceReport", "Memory"]
 
 
 class Memory(MemoryAdmin):
-    """A temporal knowledge-graph memory on SQLite + Chroma + Kùzu.
+    """A temporal knowledge-graph memory: a record store and its two indexes, in a data folder or a database.
 
     One process opens a data folder once: a second ``Memory`` (or :meth:`open`) on a
     folder this process already has open shares the first one's stores, so any number
@@ -95,16 +96,17 @@ class Memory(MemoryAdmin):
         memory whatever settings it was opened with; with ``options`` they must match.
 
         Args:
-            data_dir: the data folder; or a PostgreSQL URL (``postgresql://…``), which is
+            data_dir: the data folder; or a database's URL (``postgresql://…``), which is
                 ``database_url=`` with the default folder for this process's scratch.
             **options: any :class:`MemoryConfig` field, e.g. ``semantic_threshold=0.5``.
 
         Raises:
             StoreLockedError: another process has the data folder open.
-            ConfigError: the folder is open in this process with other settings than ``options``.
+            ConfigError: the folder is open in this process with other settings than ``options``, or
+                ``data_dir`` is the URL of a database no backend takes.
 
         """
-        if isinstance(data_dir, str) and data_dir.startswith(("postgresql://", "postgres://")):
+        if isinstance(data_dir, str) and is_database_url(data_dir):
             config = MemoryConfig(database_url=data_dir, **options)
         else:
             config = MemoryConfig(data_dir=data_dir, **options)
@@ -189,7 +191,7 @@ class Memory(MemoryAdmin):
         one's facts exactly as one call per episode would. An extractor that
         ``needs_known_facts`` (the LLM extractor: what it is shown depends on the episodes
         before) processes the stored batch one episode at a time instead, with the same
-        results. Each user's Chroma collection and graph are written once per call: the
+        results. Each user's vector collection and graph are written once per call: the
         background indexer writes a user's as soon as the batch holding its last episode
         has committed, while the next batches are processed, and the rest at the end (the
         last batch is cut to a quarter of ``batch_size``, so that rest is small); a read in
@@ -333,8 +335,8 @@ class Memory(MemoryAdmin):
 
         The graph has ``(:Entity {id, user_id, name, entity_type})`` nodes and
         ``[:FACT {fact_id, user_id, predicate, valid_from, valid_until, current}]``
-        relationships. The query runs against a copy of ``user_id``'s graph built from
-        SQLite (:mod:`zep_core.stores.sandbox`): other users' data is not in it.
+        relationships. The query runs against a copy of ``user_id``'s graph built from the
+        record store (:mod:`zep_core.stores.sandbox`): other users' data is not in it.
 
         Raises:
             QueryError: a write clause, several statements, a failure, or a query over the

@@ -289,8 +289,8 @@ _DEFAULTS: dict[type, tuple[tuple[str, Any, Any], ...]] = {}
 def unchecked(cls: type[_R], **values: Any) -> _R:
     """Build a record from values that were checked when they were written (rows read back).
 
-    The store validates every fact and entity on the way in (``__post_init__``, and
-    SQLite's CHECK constraints), so reading one back needs no second check: this skips
+    The store validates every fact and entity on the way in (``__post_init__``, and the
+    record store's CHECK constraints), so reading one back needs no second check: this skips
     ``__post_init__`` and sets the fields as given, the rest to their defaults. Only the
     record store calls it, with what its own columns hold.
     """

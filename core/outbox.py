@@ -3,7 +3,7 @@
 A write names the index writes its records imply as typed :class:`OutboxOp` values;
 :class:`~zep_core.sync.IndexSync` commits them with the records, as rows of the outbox
 table, and applies them (:mod:`~zep_core.indexing`). Applying reads the target state of
-each fact and entity from SQLite, so an op only names what to bring in line and, for a
+each fact and entity from the record store, so an op only names what to bring in line and, for a
 fact, what happened to it (:class:`FactChange`): work that cannot be needed is skipped.
 A row this version cannot read back is set aside as it was stored (:func:`parse_rows`).
 """
@@ -24,7 +24,7 @@ class OpKind(str, enum.Enum):
     """What an outbox row asks the indexes to do."""
 
     ENTITY = "entity"            # index an entity (its graph node)
-    FACT = "fact"                # bring one fact's vector and edge in line with SQLite
+    FACT = "fact"                # bring one fact's vector and edge in line with the record store
     FORGET_USER = "forget_user"  # drop everything of a user
 
 

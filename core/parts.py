@@ -35,8 +35,7 @@ from .providers.factory import build_providers
 from .retrieval import Retriever
 from .sessions import SessionBuffer
 from .stores import StoreOpener, Stores
-from .stores.graph import SCHEMA as GRAPH_SCHEMA
-from .stores.sandbox import CypherSandbox, SandboxLimits
+from .stores.sandbox import GRAPH_SCHEMA, CypherSandbox, SandboxLimits
 from .sync import IndexSync
 from .workers import Workers
 
@@ -44,7 +43,7 @@ __all__ = ["CHECKPOINT_S", "Parts", "attach", "check_same", "detach", "forget"]
 
 log = logging.getLogger("zep_core")
 
-#: How often a thread checkpoints SQLite's write-ahead log, so that no commit does it
+#: How often a thread checkpoints the record store's write-ahead log (SQLite's), so that no commit does it
 #: (:meth:`RecordStore.checkpoint_in_background`): a quarter second of writes is at most a few MB of log.
 CHECKPOINT_S = 0.25
 

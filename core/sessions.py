@@ -2,7 +2,7 @@
 
 An agent framework hands memory one turn at a time; the spec's handler wants a whole
 conversation. :class:`SessionBuffer` keeps the turns of each ``(user, session)`` in
-SQLite the moment they are said (nothing is lost if the process stops) and turns the
+the record store the moment they are said (nothing is lost if the process stops) and turns the
 ones not yet learned from into an episode on :meth:`SessionBuffer.end_session`. Rows
 with the ``tool`` role (tool calls and their results, kept so that a history replays
 as it happened) stay in the buffer but are never learned from: only what the user
@@ -50,10 +50,12 @@ from .errors import ValidationError
 from .ingest import Ingestor, validate_messages
 from .models import Fact, IngestResult, Message
 from .resolve import speaker_of
+from .stores.backends import backend_for
 from .stores.record_protocols import SessionRecords
 
 __all__ = ["DEFAULT_EVERY_N_TURNS", "DEFAULT_IDLE_AFTER", "MEMORY_METHODS", "AdapterMemory", "EndPolicy",
-           "EndPolicyLike", "SessionBuffer", "acontext_for", "afacts_for", "check_memory", "context_for", "facts_for"]
+           "EndPolicyLike", "SessionBuffer", "acontext_for", "afacts_for", "check_memory", "context_for", "facts_for",
+           "memory_reference"]
 
 #: The default end policy ends a conversation every this many user turns.
 DEFAULT_EVERY_N_TURNS = 10
@@ -302,6 +304,25 @@ def check_memory(value: Any, what: str = "memory") -> Any:
         raise ValidationError(f"{what} must be an open zep_core.Memory (or a zep_core.server.RemoteMemory), "
                               f"got {type(value).__name__}{has}: open one with Memory.open(data_dir)")
     return value
+
+
+def memory_reference(memory: Any) -> dict[str, str] | None:
+    """Where ``memory`` lives, as a saved context keeps it to open it again: never with a password.
+
+    ``{"url": ...}`` for a memory service (``zep_core.server.RemoteMemory``); for a memory in
+    a data folder (a :class:`zep_core.Memory`), what its backend keeps: ``data_dir``, and
+    ``database_url`` without its password (:meth:`~zep_core.stores.backends.Backend.reference`);
+    None for anything else. A ``config`` is read only from a memory with a ``data_dir``: on
+    another object it may be a call to a server.
+    """
+    url = getattr(memory, "url", None)
+    if isinstance(url, str):
+        return {"url": url}
+    data_dir = getattr(memory, "data_dir", None)
+    if data_dir is None:
+        return None
+    config = getattr(memory, "config", None)
+    return backend_for(config).reference(config) if isinstance(config, MemoryConfig) else {"data_dir": str(data_dir)}
 
 
 _THE_USER = re.compile(r"\b(?:the )?user\b", re.IGNORECASE)

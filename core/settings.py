@@ -2,7 +2,7 @@
 
 - :class:`ScoringSettings` (``config.scoring``): how GetContext finds and ranks facts;
   :data:`SPEC_SCORING` is the spec's numbers, literally;
-- :class:`StorageSettings` (``config.storage``): SQLite, Chroma and Kùzu;
+- :class:`StorageSettings` (``config.storage``): where the memory lives and how its stores open;
 - :class:`LimitSettings` (``config.limits``): bounds on the input;
 - :class:`ProviderSettings` (``config.providers``): the embedder and extractor endpoint.
 
@@ -169,7 +169,7 @@ SPEC_SCORING = ScoringSettings(semantic_threshold=0.6, semantic_weight=0.7, grap
                                graph_mode="candidates", newer_first_similarity=1.0)
 
 
-#: Users with fewer current facts are searched exactly in SQLite (bench/vector_tiers.py chose it).
+#: Users with fewer current facts are searched exactly in the record store (bench/vector_tiers.py chose it).
 VECTOR_EXACT_BELOW = 1000
 #: PostgreSQL tenants with fewer current facts are searched exactly (bench/pg_vectors.py chose it).
 POSTGRES_EXACT_BELOW = 10_000
@@ -177,15 +177,18 @@ POSTGRES_EXACT_BELOW = 10_000
 
 @dataclass(frozen=True, kw_only=True)
 class StorageSettings:
-    """How the data folder's stores are opened.
+    """Where the memory lives, and how its stores are opened.
 
     Args:
-        database_url: ``postgresql://user:password@host:port/database``: keep the records, the
-            lexical index, the vectors (pgvector) and the graph in PostgreSQL instead of the
-            data folder's SQLite, Chroma and Kùzu (docs/postgres.md). Needs the ``postgres``
-            extra. The data folder then holds only this process's scratch (the Cypher
-            sandbox's copies). Never shown in repr (it may carry a password).
-        busy_timeout_ms: SQLite busy timeout.
+        database_url: a database's URL, e.g. ``postgresql://user:password@host:port/database``:
+            keep the records, the lexical index, the vectors (pgvector) and the graph in
+            PostgreSQL instead of the data folder's SQLite, Chroma and Kùzu (docs/postgres.md;
+            needs the ``postgres`` extra). Its scheme chooses the backend
+            (:mod:`zep_core.stores.backends`); one no backend takes is refused when the memory
+            opens, naming the known ones. The data folder then holds only this process's
+            scratch (the Cypher sandbox's copies). Never shown in repr (it may carry a password).
+        busy_timeout_ms: how long the record store waits for a lock another connection holds
+            (SQLite's busy timeout), or for the database to answer a connection (PostgreSQL).
         graph_buffer_pool_mb: Kùzu's buffer pool (MB). None (default): a quarter of the
             machine's memory, at least 256 MB (only the pages the graph uses are resident).
             Either is raised at open to four times the graph's size on disk: Kùzu needs its
@@ -198,11 +201,11 @@ class StorageSettings:
             runs it in this process.
         vector_timeout_s: the deadline of one call to that child process (writes go in chunks
             that take a few seconds). Past it the child is killed and the call fails with a
-            :class:`~zep_core.StoreUnavailableError`; the index writes stay queued in SQLite
+            :class:`~zep_core.StoreUnavailableError`; the index writes stay queued in the record store
             and the next open checks the vector index (Chroma can wait forever inside a
             write on a full disk). Closing the memory waits for the child at most as long.
         vector_exact_below: a user with fewer current facts than this has no Chroma
-            collection: their query is an exact cosine search over the vectors SQLite keeps
+            collection: their query is an exact cosine search over the vectors the record store keeps
             (no memory held between queries, nothing per user on disk but their rows). The
             first index write that finds a user at or above it builds their collection
             (approximate HNSW search, resident while in use); they keep it until a
@@ -223,14 +226,14 @@ class StorageSettings:
             vectors (docs/benchmarks.md).
         on_embedder_mismatch: ``error`` (default) or ``reembed`` when the data folder was
             built with another embedder.
-        index_writes: ``background`` (default): ``conversation_end`` returns once SQLite has
-            committed and a background thread brings Chroma and Kùzu up to date, many
-            episodes per batch; every read catches up first, so reads see all writes.
+        index_writes: ``background`` (default): ``conversation_end`` returns once the record
+            store has committed and a background thread brings the indexes (Chroma and Kùzu)
+            up to date, many episodes per batch; every read catches up first, so reads see all writes.
             ``sync``: index writes are applied before ``conversation_end`` returns.
-        on_missing_index: what opening does when SQLite holds entities but the vector or
-            graph index holds none of them (``chroma/`` or ``graph`` deleted, a folder copied
+        on_missing_index: what opening does when the record store holds entities but the vector
+            or graph index holds none of them (``chroma/`` or ``graph`` deleted, a folder copied
             without them, a wiped Chroma server): ``rebuild`` (default) recreates them from
-            SQLite, logging its progress; ``error`` raises a StoreError naming ``zep-memory
+            the record store, logging its progress; ``error`` raises a StoreError naming ``zep-memory
             rebuild``; ``ignore`` opens anyway and serves what the indexes hold (``doctor``
             and ``rebuild`` open this way, to report or repair).
 
@@ -259,10 +262,7 @@ class StorageSettings:
             raise ConfigError("index_writes must be 'background' or 'sync'")
         if self.on_embedder_mismatch not in ("error", "reembed"):
             raise ConfigError("on_embedder_mismatch must be 'error' or 'reembed'")
-        _check_optional_strings(self, "chroma_url", "database_url")
-        if self.database_url is not None and not self.database_url.startswith(("postgresql://", "postgres://")):
-            raise ConfigError("database_url must be a PostgreSQL URL (postgresql://user:password@host:port/database), "
-                              f"got one starting {self.database_url.split(':', 1)[0]!r}")
+        _check_optional_strings(self, "chroma_url", "database_url")  # the URL's scheme: zep_core.stores.backends
         if not isinstance(self.chroma_process, bool):
             raise ConfigError(f"chroma_process must be True or False, got {self.chroma_process!r}")
         if not _is_real(self.vector_timeout_s) or not 0 < self.vector_timeout_s <= 3600:

@@ -1,23 +1,26 @@
-"""The one owner of the write step: SQLite first, then Chroma and Kùzu from an outbox.
+"""The one owner of the write step: the record store first, then the derived indexes from an outbox.
 
 Every change to memory goes the same way. Inside :meth:`IndexSync.transaction` the
 caller writes its records and names the index writes they imply as typed
-:class:`OutboxOp` values; both commit in one SQLite transaction. The outbox is then
-applied to the vector and graph indexes — by the background indexer, at once
-(``index_writes="sync"``, or ``apply_now=True``), or by the next read
+:class:`OutboxOp` values. Where the indexes are copies of the records (a data folder's
+Chroma and Kùzu: ``Stores.derived``), both commit in one transaction of the record store,
+and the outbox is then applied to the vector and graph indexes — by the background
+indexer, at once (``index_writes="sync"``, or ``apply_now=True``), or by the next read
 (:meth:`IndexSync.catch_up`: read-your-writes) — and cleared. A process that dies
 in between leaves the rows behind, and the next open replays them. Applying is
-idempotent: the target state of every fact and entity is read from SQLite, so a row
-applied twice, or after a crash, ends in the same place.
+idempotent: the target state of every fact and entity is read from the record store, so
+a row applied twice, or after a crash, ends in the same place. Where the indexes are the
+record tables themselves (PostgreSQL), the records' own commit is the index write: no
+outbox row is written and nothing is applied afterwards.
 
 No row can lock a memory: what can never be indexed (a vector that is NaN or of another
 dimension, an edge to an entity that is not stored) is left out and the rest of the
 record indexed; a row the index refuses is found by halving its batch. Such rows move
 to a quarantine table with the reason, reported by ``check_consistency()``, ``stats()``
-and ``zep-memory doctor``, and a rebuild derives the quarantine again from SQLite.
+and ``zep-memory doctor``, and a rebuild derives the quarantine again from the records.
 
 Writers are serialised (the update rules read, then write); applying the outbox has
-its own lock, so writers never wait for Chroma or Kùzu. The background indexer gathers
+its own lock, so writers never wait for the indexes. The background indexer gathers
 before it applies (:data:`QUIET_S`, :data:`GATHER_S`): a pass costs about the same for
 one episode as for many, and a pass that runs beside a writer slows both.
 
@@ -131,9 +134,9 @@ class IndexSync(IndexApplier):
 
     @contextmanager
     def deferred(self) -> Iterator[None]:
-        """Hold back index writes until the block ends: a bulk write reaches Chroma and Kùzu once.
+        """Hold back index writes until the block ends: a bulk write reaches the indexes once.
 
-        Inside, commits still go to SQLite with their outbox rows, but neither the
+        Inside, commits still go to the record store with their outbox rows, but neither the
         background indexer nor ``index_writes="sync"`` applies them, except those of the
         users the writer has released (:meth:`release`); when the outermost block ends
         the rest are applied (or handed to the indexer) together, so each user's
@@ -186,7 +189,7 @@ class IndexSync(IndexApplier):
         other users (Chroma works in its own process meanwhile), so only the last users'
         writes are left for the end of the call. Releasing a user who still has writes to
         come costs an extra Chroma call for it, never a wrong index: applying reads the
-        target state from SQLite. Outside :meth:`deferred`, or with ``index_writes="sync"``
+        target state from the record store. Outside :meth:`deferred`, or with ``index_writes="sync"``
         (no background indexer), it changes nothing.
         """
         with self._state_lock:
@@ -291,7 +294,7 @@ class IndexSync(IndexApplier):
 
     def rebuild(self, *, batch_size: int = 1000, before: Callable[[], None] | None = None,
                 progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
-        """Recreate the indexes (lexical, vectors, graph) from SQLite, with every writer and the indexer held off.
+        """Recreate the indexes (lexical, vectors, graph) from the records, with every writer and the indexer held off.
 
         Records that can never be indexed (see :meth:`sync_facts`) are skipped and
         quarantined with the reason, never allowed to stop the rebuild.

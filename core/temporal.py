@@ -43,6 +43,7 @@ from datetime import datetime, timedelta
 
 from .conflicts import Rivals, conflicts, counted_thing, fact_key, normalize_name
 from .models import Discarded, Fact, Message
+from .names import STATEMENT, is_own  # here before zep_core.names; re-exported
 
 __all__ = [
     "STATEMENT",
@@ -91,10 +92,6 @@ def reinforce(old: Fact, new: Fact) -> Fact:
     confidence = min(1.0, 1 - (1 - old.confidence) * (1 - new.confidence))
     return replace(old, source_message_ids=sources, confidence=round(confidence, 6),
                    valid_from=min(old.valid_from, new.valid_from))
-
-
-#: Predicate of the raw-utterance facts the extractor keeps so nothing said goes unindexed.
-STATEMENT = "statement"
 
 
 def message_times(messages: Sequence[Message], episode_time: datetime) -> dict[str | None, datetime]:
@@ -167,11 +164,6 @@ def _companions(facts: Iterable[Fact], retired: Sequence[Fact], new: Fact) -> li
 def mentions(text: str, value: str) -> bool:
     """Whether ``value`` occurs in ``text`` as whole words (both already normalized)."""
     return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
-
-
-def is_own(subject: str, speaker: str) -> bool:
-    """Whether ``subject`` is ``speaker`` or the speaker's own ("Maya's team"); both normalized."""
-    return subject == speaker or subject.startswith(f"{speaker}'s ")
 
 
 def _successor(old: Fact, added: Sequence[Fact]) -> Fact | None:

@@ -21,7 +21,7 @@ MAX_LIMIT = 10_000
 
 
 def check_text(value: Any, what: str, *, allow_empty: bool = False) -> str:
-    """Return ``value`` if it is a string SQLite and the embedder can take.
+    """Return ``value`` if it is a string the record store and the embedder can take.
 
     Raises:
         ValidationError: not a string, a NUL byte, a lone surrogate, or empty.

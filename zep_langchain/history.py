@@ -1,4 +1,4 @@
-"""ZepChatMessageHistory: a LangChain chat history kept in the core's SQLite."""
+"""ZepChatMessageHistory: a LangChain chat history kept in the core's record store."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["ZepChatMessageHistory"]
 
 
 class ZepChatMessageHistory(BaseChatMessageHistory):
-    """The turns of one chat session, stored at once in the memory's SQLite.
+    """The turns of one chat session, stored at once in the memory's record store.
 
     Messages survive a restart: open a :class:`zep_core.Memory` on the same folder and
     the session's messages are there. Human messages are stored with ``user_name`` as

@@ -12,7 +12,7 @@ is ``"acme/alice"``, and a namespace that does not fit the layout is shared data
 tells which zep user a namespace is kept under.
 
 **How an item is kept.** Each ``put`` and ``delete`` is appended, as exact JSON, to
-the user's ``"langgraph-store"`` session in the memory's SQLite (rows with the
+the user's ``"langgraph-store"`` session in the memory's record store (rows with the
 ``tool`` role, which the memory never learns from): ``get`` returns the ``value``
 dict exactly as it was put, with the item's ``created_at``/``updated_at``, and the
 store survives restarts, exports and imports with the rest of the user's memory.

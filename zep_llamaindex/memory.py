@@ -9,7 +9,7 @@ about the input, ``get`` puts the context block in a system message in front. Wi
 history, or nothing to add, it adds nothing (so ``CondensePlusContextChatEngine`` makes
 no condense call on a first turn).
 
-Every turn is stored at once (SQLite, through :meth:`zep_core.Memory.add_messages`),
+Every turn is stored at once (in the record store, through :meth:`zep_core.Memory.add_messages`),
 so nothing said is lost if the process stops. The turns become an episode — facts
 extracted, old ones superseded — as the end policy says (:mod:`zep_core.sessions`): by
 default every 10 user turns, after a 30-minute gap, and on ``reset()``; and always on
@@ -37,7 +37,14 @@ from llama_index.core.memory.types import BaseMemory
 from llama_index.core.utils import get_tokenizer
 from zep_core import IngestResult, Memory, ValidationError
 from zep_core.aio import in_thread
-from zep_core.sessions import DEFAULT_EVERY_N_TURNS, DEFAULT_IDLE_AFTER, EndPolicy, check_memory, context_for
+from zep_core.sessions import (
+    DEFAULT_EVERY_N_TURNS,
+    DEFAULT_IDLE_AFTER,
+    EndPolicy,
+    check_memory,
+    context_for,
+    memory_reference,
+)
 
 from .convert import STORES_EXTRA, last_user_text, to_chat_messages, to_zep_messages
 
@@ -336,22 +343,14 @@ def _buffer_window(history: list[ChatMessage], token_limit: int, initial: int,
 def _reference(memory: Any) -> dict[str, str]:
     """Where ``memory`` lives: ``{"url": ...}`` for a service, ``{"data_dir": ...}`` for a folder.
 
-    A memory on PostgreSQL is ``{"database_url": ..., "data_dir": ...}``, the URL without its
+    A memory on a database is ``{"database_url": ..., "data_dir": ...}``, the URL without its
     password: the restoring process gives it as PostgreSQL's clients do (``PGPASSWORD``, ``~/.pgpass``).
     """
-    url = getattr(memory, "url", None)
-    if isinstance(url, str):
-        return {"url": url}
-    database_url = memory.config.database_url if isinstance(memory, Memory) else None
-    if isinstance(database_url, str):
-        from zep_core.stores.postgres.connection import url_without_password
-
-        return {"database_url": url_without_password(database_url), "data_dir": str(memory.data_dir)}
-    data_dir = getattr(memory, "data_dir", None)
-    if data_dir is not None:
-        return {"data_dir": str(data_dir)}
-    raise ValueError(f"a ZepMemory on a {type(memory).__name__} cannot be saved: it is saved as a reference to "
-                     "a data folder (zep_core.Memory) or a service URL (zep_core.server.RemoteMemory)")
+    reference = memory_reference(memory)
+    if reference is None:
+        raise ValueError(f"a ZepMemory on a {type(memory).__name__} cannot be saved: it is saved as a reference "
+                         "to a data folder (zep_core.Memory) or a service URL (zep_core.server.RemoteMemory)")
+    return reference
 
 
 def _open_reference(ref: Any) -> Any:

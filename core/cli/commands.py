@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 from .. import ConfigError, NotFoundError, ValidationError, ZepMemoryError
 from ..errors import install_hint
+from ..stores.backends import backend_for
 from .options import api_keys, emit, open_memory, user_of
 from .upkeep import cmd_doctor, cmd_forget, cmd_maintain, cmd_rebuild, cmd_stats
 
@@ -310,11 +311,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     def listening(url: str) -> None:
         who = f"{len(keys)} API keys" if keys else "no API keys: every request may use every user (loopback only)"
-        where = memory.data_dir
-        if memory.config.database_url:  # shown without its password
-            from ..stores.postgres import public_url
-
-            where = public_url(memory.config.database_url)
+        where = backend_for(memory.config).where(memory.config)  # a database's URL is shown without its password
         print(f"zep-memory: serving {where} at {url} ({who}); docs at {url}/docs", file=sys.stderr, flush=True)
 
     deadline = StopDeadline(limits.stop_s)  # from SIGTERM to exit, the memory's close included

@@ -13,10 +13,10 @@ import importlib
 import json
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import ConfigError, Memory, MemoryConfig, NotFoundError
+from ..stores.backends import backend_for
 
 if TYPE_CHECKING:
     from ..server.keys import KeyRing
@@ -85,7 +85,10 @@ def open_memory(args: argparse.Namespace, *, create: bool = False, **changes: An
 
     Only the commands that write new memory (``create``: ingest, import, serve, mcp) may
     start a new data folder; the others refuse a folder that holds none, and create nothing,
-    so a mistyped ``--data`` is an error instead of an empty memory that knows no one.
+    so a mistyped ``--data`` is an error instead of an empty memory that knows no one. A
+    new memory that a command could not use is removed again, if nothing was stored in it.
+    What holds a memory, and what a first open made, the backend says
+    (:func:`~zep_core.stores.backends.backend_for`).
     Chat sessions left waiting are ended only where a command asks for it
     (``end_left_sessions=True``: maintain, serve, mcp): looking at a memory learns nothing.
 
@@ -94,13 +97,12 @@ def open_memory(args: argparse.Namespace, *, create: bool = False, **changes: An
 
     """
     config = config_from(args).with_(**{"end_left_sessions": False, **changes})
-    folder = Path(config.data_dir)
-    if not create and config.database_url is None and not (folder / "zep.db").is_file():
-        state = "does not exist" if not folder.exists() else "holds no memory (no zep.db)"
-        raise NotFoundError(f"the data folder {folder} {state}; pass --data with the folder your memory is in, "
-                            "or create one with `zep-memory ingest FILE --data DIR` (or `zep-memory demo --data DIR`)")
-    before = set(folder.iterdir()) if folder.is_dir() else None
-    fresh = create and config.database_url is None and not (folder / "zep.db").is_file()
+    backend = backend_for(config)
+    why = None if create else backend.missing(config)
+    if why:
+        raise NotFoundError(f"{why}; pass --data with the folder your memory is in, or create one with "
+                            "`zep-memory ingest FILE --data DIR` (or `zep-memory demo --data DIR`)")
+    undo = backend.remove_if_unused(config) if create else None
     try:
         with Memory(config) as memory:
             try:
@@ -108,29 +110,9 @@ def open_memory(args: argparse.Namespace, *, create: bool = False, **changes: An
             except NotFoundError as exc:
                 raise _with_known_users(exc, memory) from None
     except BaseException:
-        if fresh:  # a new folder the command could not use (a port in use, a failed ingest): not left behind
-            _remove_if_empty(folder, before)
+        if undo is not None:  # a new memory the command could not use (a port in use, a failed ingest): not left
+            undo()
         raise
-
-
-def _remove_if_empty(folder: Path, before: set[Path] | None) -> None:
-    """Remove what opening a new memory in ``folder`` created, if nothing was stored in it since."""
-    import shutil
-    import sqlite3
-
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{folder / 'zep.db'}?mode=ro", uri=True)) as db:
-            stored = sum(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-                         for table in ("episodes", "session_messages", "facts"))
-    except sqlite3.Error:
-        return  # unreadable: leave it for the user to look at
-    if stored:
-        return
-    if before is None:
-        shutil.rmtree(folder, ignore_errors=True)
-        return
-    for path in set(folder.iterdir()) - before:
-        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
 
 def _with_known_users(exc: NotFoundError, memory: Memory) -> NotFoundError:

@@ -88,8 +88,9 @@ class Command:
 
 DESCRIPTION = (
     "zep-memory: a temporal knowledge-graph memory for LLM agents.\n\n"
-    "Facts learned from conversations are kept with time in SQLite (records), Chroma (vectors)\n"
-    "and Kùzu (graph). These commands ingest, query, inspect and maintain a data folder.")
+    "Facts learned from conversations are kept with time in a data folder (SQLite records,\n"
+    "Chroma vectors, a Kùzu graph) or in PostgreSQL (--database-url). These commands ingest,\n"
+    "query, inspect and maintain a memory.")
 
 EPILOG = (
     "examples:\n"
@@ -184,8 +185,9 @@ COMMANDS: tuple[Command, ...] = (
                        "else as text; repeatable"))),
     Command(
         "stats", cmd_stats, "counts per store, pending work, disk use, embedder",
-        "Counts of records in SQLite, vectors in Chroma and nodes/edges in Kùzu, pending episodes\n"
-        "and index writes, disk use of the data folder, and the embedder it was built with.\n"
+        "Counts of records, vectors and graph nodes/edges, pending episodes and index writes,\n"
+        "the disk the memory takes (the data folder's files, or the database's tables), and the\n"
+        "embedder it was built with; each named as the memory's backend has it.\n"
         "With --user, that user's counts too.",
         "  zep-memory stats --json"),
     Command(
@@ -195,8 +197,8 @@ COMMANDS: tuple[Command, ...] = (
         "exit 0 when all is done, 1 when episodes are still pending, 2 on error.",
         "  */30 * * * * zep-memory maintain --data /srv/memory || true"),
     Command(
-        "rebuild", cmd_rebuild, "recreate the Chroma and Kùzu indexes from SQLite",
-        "Drop and recreate the vector and graph indexes from the SQLite records, using the\n"
+        "rebuild", cmd_rebuild, "recreate the indexes from the records",
+        "Drop and recreate the lexical, vector and graph indexes from the records, using the\n"
         "stored vectors. --reembed embeds the stored texts again with the current embedder\n"
         "(after changing the model).",
         "  zep-memory rebuild\n"
@@ -228,8 +230,8 @@ COMMANDS: tuple[Command, ...] = (
         args=(arg("forget_user", metavar="USER"),
               arg("--yes", action="store_true", help="delete without asking"))),
     Command(
-        "doctor", cmd_doctor, "check that SQLite, Chroma and Kùzu agree",
-        "Compare the derived indexes with the SQLite records (for --user, or every user) and say\n"
+        "doctor", cmd_doctor, "check that the indexes agree with the records",
+        "Compare the indexes with the records (for --user, or every user) and say\n"
         "how to repair what disagrees. Exit 0 when they agree, 1 when they do not.",
         "  zep-memory doctor || zep-memory rebuild"),
     Command(

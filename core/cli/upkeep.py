@@ -1,8 +1,10 @@
-"""The commands that look after a data folder: stats, maintain, rebuild, doctor, forget.
+"""The commands that look after a memory: stats, maintain, rebuild, doctor, forget.
 
 Like the rest of :mod:`zep_core.cli.commands` (which re-exports them), each takes the
 parsed arguments, calls the public API of :class:`zep_core.Memory`, prints, and returns
-its exit code; library errors go through to :func:`zep_core.cli.main`.
+its exit code; library errors go through to :func:`zep_core.cli.main`. What holds the
+memory — its parts and their size, what ``doctor`` compares, what ``rebuild`` recreates —
+its backend says (:func:`~zep_core.stores.backends.backend_for`).
 """
 
 from __future__ import annotations
@@ -10,36 +12,27 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from .. import ConfigError, NotFoundError, ValidationError
+from ..stores.backends import Backend, backend_for
 from .options import emit, open_memory
 
 __all__ = ["cmd_doctor", "cmd_forget", "cmd_maintain", "cmd_rebuild", "cmd_stats"]
+
+#: The options that name a memory, by the key of its saved reference (:meth:`Backend.reference`).
+_OPTIONS = (("data_dir", "--data"), ("database_url", "--database-url"))
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """Print counts, pending work, disk use and the embedder."""
     with open_memory(args) as memory:
+        backend = backend_for(memory.config)
         stats = memory.stats(args.user)
         stats["chroma"] = {"url": stats.pop("chroma_url"), **stats.pop("vectors")}
-        stats["disk_bytes"] = _disk_use(memory.data_dir)
-    emit(args, stats, lambda: _stats_text(stats))
+        stats["disk_bytes"] = backend.disk_use(memory.config)
+    emit(args, stats, lambda: _stats_text(stats, backend))
     return 0
-
-
-def _disk_use(root: Path) -> dict[str, int]:
-    def size(path: Path) -> int:
-        if path.is_file():
-            return path.stat().st_size
-        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
-
-    sqlite = sum(size(root / f"zep.db{suffix}") for suffix in ("", "-wal", "-shm"))
-    out = {"sqlite": sqlite, "chroma": size(root / "chroma") if (root / "chroma").exists() else None,
-           "graph": size(root / "graph")}
-    out["total"] = size(root)
-    return out
 
 
 def _human(n: int) -> str:
@@ -51,23 +44,22 @@ def _human(n: int) -> str:
     return f"{n} B"
 
 
-def _stats_text(s: dict[str, Any]) -> str:
+def _stats_text(s: dict[str, Any], backend: Backend) -> str:
+    """The stats as a person reads them; what holds the memory is the backend's to say."""
     r, d, c, own = s["records"], s["disk_bytes"], s["chroma"], s["own_vector_index"]
-    chroma = "no Chroma folder" if d["chroma"] is None else f"Chroma {_human(d['chroma'])}"
+    parts = [f"no {label} folder" if d[key] is None else f"{label} {_human(d[key])}" for key, label in backend.parts]
     lines = [
-        f"data folder   {s['data_dir']} ({_human(d['total'])}: SQLite {_human(d['sqlite'])}, "
-        f"{chroma}, Kùzu {_human(d['graph'])})",
+        f"{backend.place:14}{s['database'] or s['data_dir']} ({_human(d['total'])}"
+        + (f": {', '.join(parts)})" if len(parts) > 1 else ")"),
         f"embedder      {s['embedder']['name']} ({s['embedder']['dimension']}-d)",
         f"users         {s['users']}",
-        f"SQLite        {r['episodes']} episodes, {r['messages']} messages, {r['facts']} facts "
+        f"{backend.records:14}{r['episodes']} episodes, {r['messages']} messages, {r['facts']} facts "
         f"({s['facts']['current']} current, {s['facts']['superseded']} superseded), {r['entities']} entities, "
         f"{r['session_messages']} chat turns",
         f"vectors       {c['current']} (one per current fact): {c['current'] - own['current']} searched exactly in "
-        + (f"PostgreSQL, {own['current']} in the HNSW indexes of {own['users']} users past postgres_exact_below"
-           if s.get("database") else
-           f"SQLite, {own['current']} in Chroma, the collections of {own['users']} users past vector_exact_below")
+        f"{backend.records}, {own['current']} in {backend.own_vector_index.format(users=own['users'])}"
         + (f" (Chroma server {c['url']})" if c["url"] else ""),
-        f"Kùzu          {s['graph']['entities']} entity nodes, {s['graph']['facts']} FACT edges",
+        f"{backend.graph:14}{s['graph']['entities']} entity nodes, {s['graph']['facts']} FACT edges",
         f"pending       {s['pending_episodes']} episodes to extract, {s['pending_index_writes']} index writes",
     ]
     if s.get("failed_episodes") or s.get("quarantined_index_writes"):
@@ -97,7 +89,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    """Recreate the indexes from SQLite."""
+    """Recreate the indexes from the record store."""
     try:
         with open_memory(args, on_missing_index="ignore") as memory:  # rebuilt once, here, not also on open
             counts = memory.rebuild(reembed=args.reembed)
@@ -107,8 +99,9 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         with open_memory(args, on_embedder_mismatch="reembed") as memory:  # opening re-embeds and rebuilds
             records = memory.stats()["records"]
             counts = {"facts": records["facts"], "entities": records["entities"]}
+    rebuilt = backend_for(memory.config).rebuilt
     emit(args, {**counts, "reembedded": args.reembed}, lambda: (
-        f"rebuilt the Chroma and Kùzu indexes from SQLite: {counts['facts']} facts, {counts['entities']} entities"
+        f"{rebuilt}: {counts['facts']} facts, {counts['entities']} entities"
         + (" (re-embedded)" if args.reembed else "")))
     return 0
 
@@ -140,7 +133,7 @@ def _confirmed(question: str) -> bool:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """Check that the three stores agree; report quarantined index writes and failed episodes.
+    """Check that the indexes agree with the record store; report quarantined index writes and failed episodes.
 
     The memory is opened with ``on_missing_index="ignore"``: the doctor reports a missing
     index instead of rebuilding it on the way in. Failed episodes are listed but do not
@@ -151,26 +144,28 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         pending = len(memory.episode_ids(user_id=args.user, status="pending"))
         failed = [memory.get_episode(i, user_id=args.user) for i in memory.episode_ids(user_id=args.user,
                                                                                        status="failed")]
-        data_dir = memory.data_dir
+        backend = backend_for(memory.config)
+        reference = backend.reference(memory.config)
     quarantined = problems.get("quarantined_index_writes", [])
     disagree = {kind: ids for kind, ids in problems.items() if kind != "quarantined_index_writes"}
-    repair = f"zep-memory rebuild --data {data_dir}"
+    repair = " ".join(["zep-memory rebuild", *(f"{option} {reference[key]}" for key, option in _OPTIONS
+                                               if key in reference)])
     payload = {"ok": not problems, "problems": problems, "pending_episodes": pending,
                "failed_episodes": [{"episode_id": e.id, "user_id": e.user_id, "session_id": e.session_id,
                                     "error": e.error} for e in failed],
                "repair": repair if disagree else None}
 
     def text() -> str:
-        lines = [] if problems else ["ok: SQLite, Chroma and Kùzu agree"]
+        lines = [] if problems else [f"ok: {backend.agree}"]
         if disagree:
             lines.append("the stores disagree:")
             for kind, ids in sorted(disagree.items()):
                 more = f" … and {len(ids) - 3} more" if len(ids) > 3 else ""
                 lines.append(f"  {kind.replace('_', ' ')}: {len(ids)} ({', '.join(ids[:3])}{more})")
-            lines.append(f"repair: {repair}   (recreates Chroma and Kùzu from SQLite, the system of record)")
+            lines.append(f"repair: {repair}   ({backend.rebuilds})")
         if quarantined:
             lines.append(f"quarantined index writes: {len(quarantined)} (set aside so they could not block the "
-                         "memory; SQLite keeps the records)")
+                         f"memory; {backend.records} keeps the records)")
             lines += [f"  {item}" for item in quarantined[:5]]
             lines += [f"  … and {len(quarantined) - 5} more"] if len(quarantined) > 5 else []
         if failed:

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..models import Entity, Fact, Message
-from ..temporal import normalize_name
+from ..names import normalize_name
 from .base import ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
 from .extractive import speaker_of
 

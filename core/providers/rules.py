@@ -50,8 +50,8 @@ from dataclasses import replace
 
 from ..attributes import attribute_of
 from ..models import Message
+from ..names import is_own
 from ..predicates import stating_words
-from ..temporal import is_own
 from .base import ExtractedCorrection, ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
 from .claims import CLAIM, DROP, ClaimReader, Reading, claim_groups, said_before, split_talk, with_claim
 from .cues import names_of

@@ -3,7 +3,7 @@
 ``zep-memory serve`` runs :func:`run_server`: one uvicorn process, one worker, which owns
 the data folder (Kùzu allows one process per folder) and its single writer; any number
 of processes reach it through :class:`~zep_core.server.RemoteMemory`. An acknowledged
-``conversation_end`` has been committed to SQLite before the answer leaves (the
+``conversation_end`` has been committed to the record store before the answer leaves (the
 library's contract; there is no queue in front of it), so nothing acknowledged is lost
 to a crash of the server: the next start replays the outbox.
 

@@ -165,7 +165,7 @@ class RemoteMemory(Connection):
                          episode_id: str | None = None) -> IngestResult:
         """:meth:`Memory.conversation_end` on the server; retried only when ``episode_id`` is given.
 
-        The answer comes once the episode is committed to the server's SQLite.
+        The answer comes once the episode is committed to the server's record store.
         """
         return wire.ingest_result_from_dict(self._call("conversation_end", self._end_payload(
             session_id, messages, user_id, episode_id), idempotent=episode_id is not None))

@@ -168,7 +168,7 @@ def _add_info_and_health(app: FastAPI, memory: Memory, authenticate: Callable[..
 
     @app.get("/readyz", responses={503: {"model": wire.ErrorBody}})
     def readyz() -> JSONResponse:
-        """The memory is open and SQLite, Chroma and Kùzu answer (a consistency check of no user)."""
+        """The memory is open and its stores answer (a consistency check of no user)."""
         try:
             memory.check_consistency("zep-readyz-probe")
         except Exception as exc:  # not ready, whatever the error: 503, the readiness probe's answer

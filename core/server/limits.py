@@ -75,7 +75,7 @@ class StopDeadline:
     request still running then (a long import, a verb the grace period cut off) would hold
     the memory's close up for as long as it runs; at the deadline the process exits
     instead, with status 1. Nothing acknowledged is lost: every answered write was
-    committed to SQLite first, and the next start replays the index writes, as after a crash.
+    committed to the record store first, and the next start replays the index writes, as after a crash.
     """
 
     def __init__(self, seconds: float) -> None:

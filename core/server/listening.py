@@ -110,7 +110,7 @@ def _exit_cleanly(signum: int, frame: Any) -> None:
     raise SystemExit(0)
 
 
-#: Open files kept for the stores (SQLite, Chroma, Kùzu, the model) beyond the connections.
+#: Open files kept for the stores (a data folder's SQLite, Chroma and Kùzu; the model) beyond the connections.
 FILES_FOR_STORES = 256
 
 

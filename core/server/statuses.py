@@ -69,7 +69,7 @@ STATUSES: tuple[Status, ...] = (
                                        "once the cause is gone"),
     Status(ProviderError, 502, "the server's LLM or embedding provider failed"),
     Status(ExtractionError, 502, "the extractor failed (the episode stays pending)"),
-    Status(StoreError, 500, "SQLite, Chroma or Kùzu failed on the server"),
+    Status(StoreError, 500, "a store failed on the server (the record store, or the vector or graph index)"),
     Status(ConfigError, 500, "the server's configuration"),
     Status(ZepMemoryError, 500, "any other error; anything unexpected is 'internal error' (the server logs it)"),
 )

@@ -180,7 +180,7 @@ class KuzuGraphIndex:
         self._io_failed = False  # a write failed for want of space since the last one that committed
         #: Set once a write failed for want of space: the next open checks the vector index's files too.
         self.needs_check = False
-        #: Called when ``needs_check`` is set (:func:`zep_core.stores.open_stores` records it in the lock file).
+        #: Called when ``needs_check`` is set (:func:`zep_core.stores.folder.open_folder` records it in the lock file).
         self.on_failure: Callable[[], None] | None = None
         _check_not_held(self.path)
         self.buffer_pool_mb = buffer_pool_for(self.path, buffer_pool_mb)
@@ -433,7 +433,7 @@ class KuzuGraphIndex:
         is left open until this process exits, with a warning: closing it, or even a
         ``CHECKPOINT``, then crashes the whole process in Kùzu 0.11 (SIGABRT or SIGSEGV,
         seen on a full tmpfs, whether or not space came back). Nothing is lost: the graph
-        is derived, and the next open rebuilds it from SQLite (:func:`zep_core.stores.open_stores`).
+        is derived, and the next open rebuilds it from SQLite (:func:`zep_core.stores.folder.open_folder`).
         """
         with self._write_lock:
             self._local = threading.local()

@@ -37,9 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import QueryError
+from .graph import SCHEMA as GRAPH_SCHEMA
 from .record_protocols import GraphRecords
 
-__all__ = ["CypherSandbox", "SandboxLimits"]
+__all__ = ["GRAPH_SCHEMA", "CypherSandbox", "SandboxLimits"]
 
 log = logging.getLogger("zep_core")
 

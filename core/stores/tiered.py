@@ -115,7 +115,7 @@ class TieredVectorIndex:
         self._lock = threading.RLock()
         self._closed = False
         self._dimension: int | None = None
-        #: Set by :func:`zep_core.stores.open_stores`; handed to Chroma when it opens.
+        #: Set by :func:`zep_core.stores.folder.open_folder`; handed to Chroma when it opens.
         self.on_failure: Callable[[], None] | None = None
         self._needs_check = False
         self.opened = 0  # how many times Chroma was opened (tests and bench read it)

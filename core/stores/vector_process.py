@@ -211,7 +211,7 @@ class ChromaProcess:
         #: Set once a child was killed in a call or while closing, or Chroma said its disk failed:
         #: its files may be damaged, so the next open of the data folder rebuilds them from SQLite.
         self.needs_check = False
-        #: Called when ``needs_check`` is set (:func:`zep_core.stores.open_stores` records it in the lock file).
+        #: Called when ``needs_check`` is set (:func:`zep_core.stores.folder.open_folder` records it in the lock file).
         self.on_failure: Callable[[], None] | None = None
         self._chan: Channel | None = None
         self._proc: Proc | None = None

@@ -188,7 +188,7 @@ def test_a_lost_index_is_rebuilt_from_sqlite_on_open(make_memory, tmp_path, capl
     with caplog.at_level(logging.INFO, logger="zep_core"):
         memory = make_memory(data)
     logged = caplog.text
-    assert re.search(rf"holds? nothing while SQLite holds {facts} facts", logged), logged
+    assert re.search(rf"holds? nothing while the record store holds {facts} facts", logged), logged
     assert "rebuilding the indexes of" in logged and f"{facts}/{facts} facts" in logged  # with its progress
     assert memory.check_consistency() == {}
     assert where_lives(memory, "alice") == context and "Paris" in context

@@ -9,9 +9,7 @@ from zep_core.errors import StoreUnavailableError
 pytest.importorskip("psycopg", reason="PostgreSQL tests need the test extra: pip install -e '.[test]'")
 
 
-def test_a_url_that_is_not_postgres_is_refused_by_the_config():
-    with pytest.raises(ConfigError, match="database_url must be a PostgreSQL URL"):
-        MemoryConfig(database_url="mysql://root@localhost/memory")
+def test_a_database_url_is_a_string_never_shown_in_the_config():
     with pytest.raises(ConfigError, match="database_url must be a string"):
         MemoryConfig(database_url=5432)
     assert "secret" not in repr(MemoryConfig(database_url="postgresql://zep:secret@db/memory"))

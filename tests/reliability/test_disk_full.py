@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from zep_core import Memory, StoreError, StoreUnavailableError
-from zep_core.lock import DataDirLock
+from zep_core.stores.lock import DataDirLock
 from zep_core.stores.vector_process import ChromaProcess, available
 
 from tests.reliability.figures import record

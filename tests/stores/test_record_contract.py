@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
+from zep_core.errors import RecordStoreError
 from zep_core.models import Entity, Episode, Fact, Message
 from zep_core.stores.records import RecordStore, StoredFact, iso
 from zep_core.tenant import Tenant
@@ -199,6 +200,13 @@ def test_every_tenant_method_refuses_an_unchecked_user_id(store):
         store.get_episode("ann", "e1")
     with pytest.raises(TypeError, match="Tenant"):
         store.session_messages("ann", "chat")
+
+
+def test_a_statement_the_database_refuses_is_our_record_store_error_not_the_drivers(store):
+    """What the code above the store catches is ours whatever the backend: the store wraps its database's errors."""
+    with pytest.raises(RecordStoreError, match="NOT NULL|not-null"):
+        store.set_meta("refused", None)  # the meta table's NOT NULL
+    assert store.get_meta("refused") is None  # and the store still answers
 
 
 def test_postgres_does_the_jobs_it_claims():

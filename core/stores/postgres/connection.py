@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote
 
-from ...errors import ConfigError, StoreError, StoreUnavailableError, install_hint
+from ...errors import ConfigError, RecordStoreError, StoreError, StoreUnavailableError, install_hint
 from ...tenant import Tenant, key
 from .schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_NAME, SCHEMA_VERSION, STORE_ROLE, TENANT_ROLE
 
@@ -365,7 +365,7 @@ class PgConnection:
         if isinstance(exc, self._psycopg.OperationalError) or self.conn.closed:
             return StoreUnavailableError(f"the PostgreSQL database {self.url} failed a {what}: {_first_line(exc)}. "
                                          "Nothing of this call was committed; retry once the server answers")
-        return StoreError(f"PostgreSQL {what} failed in {self.url}: {_first_line(exc)}")
+        return RecordStoreError(f"PostgreSQL {what} failed in {self.url}: {_first_line(exc)}")
 
     def _rows(self, scope: Scope, sql: str, params: Sequence[Any] | dict = ()) -> list[tuple]:
         with self._scoped(scope) as cur:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...models import Fact
-from ...temporal import STATEMENT, normalize_name
+from ...names import STATEMENT, normalize_name
 from ...tenant import Tenant, key
 from ..schema import FACT_COLUMNS, StoredFact, fact_from_row, fact_row, iso, parse_time
 from .connection import STORE

@@ -13,9 +13,9 @@ from typing import Any
 
 import sqlite_utils
 
-from ...errors import StoreError, is_io_failure, store_error
+from ...errors import RecordStoreError, StoreError, is_io_failure, store_error
 from ...models import Message
-from ...temporal import normalize_name
+from ...names import normalize_name
 from ...tenant import Tenant, key
 from .. import fts
 from ..schema import (
@@ -77,12 +77,12 @@ class Connection:
             conn.executescript(SCHEMA + fts.SCHEMA + _RETIRED_INDEXES)
             conn.executescript(fts.SCRATCH)  # the connection's own scratch tables (temp: nothing in the file)
         except sqlite3.Error as exc:
-            raise store_error(f"could not open the record store {path}: {exc}") from exc
+            raise store_error(f"could not open the record store {path}: {exc}", RecordStoreError) from exc
         self.path = path
         #: Set once a write failed for want of space (or by the file system): the disk that
         #: failed SQLite may have failed Chroma's files silently, so the next open checks them.
         self.needs_check = False
-        #: Called when ``needs_check`` is set (:func:`zep_core.stores.open_stores` records it in the lock file).
+        #: Called when ``needs_check`` is set (:func:`zep_core.stores.folder.open_folder` records it in the lock file).
         self.on_failure: Callable[[], None] | None = None
         self._lock = threading.RLock()
         self._checkpointer: sqlite3.Connection | None = None  # opened by the first checkpoint()
@@ -104,8 +104,8 @@ class Connection:
             with self.transaction():                   # 3 -> 4: a canonical fact indexed by its message's words;
                                                        # 4 -> 5: the state word; 5 -> 6: shared tables, not one per user
                 self.rebuild_lexical(progress=_log_progress)
-        if "extra" not in {c.name for c in self.db["session_messages"].columns}:  # 2 -> 3: adapters' turn data
-            conn.execute("ALTER TABLE session_messages ADD COLUMN extra TEXT")
+        if "extra" not in {r[1] for r in self._rows("PRAGMA table_info(session_messages)")}:  # 2 -> 3: turn data
+            self._exec("ALTER TABLE session_messages ADD COLUMN extra TEXT")
         if version != str(SCHEMA_VERSION):
             self.set_meta("schema_version", str(SCHEMA_VERSION))
 
@@ -144,7 +144,7 @@ class Connection:
         """Nothing to do: a write holds SQLite's write lock for the whole file (``BEGIN IMMEDIATE``)."""
 
     def claim_episode(self, tenant: Tenant, episode_id: str) -> bool:
-        """Always: one process holds a data folder (:class:`~zep_core.lock.DataDirLock`).
+        """Always: one process holds a data folder (:class:`~zep_core.stores.lock.DataDirLock`).
 
         Its threads take turns in :class:`~zep_core.ingest.Ingestor`.
         """
@@ -157,7 +157,7 @@ class Connection:
 
     def _failed(self, message: str) -> StoreError:
         """The error for a failed write; one that says the disk failed marks the folder for a check."""
-        error = store_error(message)
+        error = store_error(message, RecordStoreError)
         if is_io_failure(message):
             self.needs_check = True
             if self.on_failure is not None:
@@ -169,7 +169,7 @@ class Connection:
             try:
                 return self.db.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite read failed in {self.path}: {exc}") from exc
+                raise RecordStoreError(f"SQLite read failed in {self.path}: {exc}") from exc
 
     def _exec(self, sql: str, params: Sequence[Any] | dict = ()) -> int:
         """Run one statement; return how many rows it changed."""

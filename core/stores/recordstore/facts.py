@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...models import Fact
-from ...temporal import STATEMENT, normalize_name
+from ...names import STATEMENT, normalize_name
 from ...tenant import Tenant, key
 from .. import fts
 from ..schema import (

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import StoreError
+from ...errors import RecordStoreError
 from ...tenant import Tenant, key
 from .. import fts
 from ..schema import FACT_COLUMNS, FactRow, RankingRow, fact_row
@@ -188,7 +188,7 @@ class SearchRows(Connection):
                 rows = self.db.execute(sql, [user_id, tokens / docs, float(context_weight), limit, *at,
                                              *(v for pair in weighed for v in pair)]).fetchall()
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite read failed in {self.path}: {exc}") from exc
+                raise RecordStoreError(f"SQLite read failed in {self.path}: {exc}") from exc
         return [(doc, score) for doc, score in rows]
 
     def _terms_of(self, words: Sequence[str]) -> list[str | None]:

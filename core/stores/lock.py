@@ -20,7 +20,7 @@ import socket
 import time
 from pathlib import Path
 
-from .errors import StoreError, StoreLockedError
+from ..errors import StoreError, StoreLockedError
 
 try:  # POSIX
     import fcntl
