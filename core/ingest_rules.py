@@ -56,7 +56,8 @@ class Proposals:
     hearsay: set[str] = field(default_factory=set)  # facts the assistant alone said about someone else
     spare: list[Fact] = field(default_factory=list)  # covered quotes: stored only if a fact they back is not
     said_at: dict[str, datetime] = field(default_factory=dict)  # id -> when its first message was said
-    cues: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # id -> (cue, names) of a claim
+    # id -> (cue, names, swap) of a claim
+    cues: dict[str, tuple[str, tuple[str, ...], tuple[str, str] | None]] = field(default_factory=dict)
     retiring: set[str] | None = None  # claims whose one-value attribute retires older ones (None: every fact's)
     counts: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # id -> (what it counts, value)
 
@@ -115,7 +116,7 @@ def propose(episode: Episode, extraction: Extraction, now: datetime, config: Mem
         (out.spare if x.covered and fact.predicate == STATEMENT else out.facts).append(fact)
         out.said_at[fact.id] = said_at[first.id]
         if x.cue and x.names and first.role == "user":
-            out.cues[fact.id] = (x.cue, tuple(x.names))
+            out.cues[fact.id] = (x.cue, tuple(x.names), x.swap)
         if x.counts and first.role == "user":
             out.counts[fact.id] = tuple(x.counts)
         if x.retires is not None:

@@ -69,16 +69,18 @@ class Named:
 
 
 def named_by_cues(records: IngestRecords, user: Tenant, proposals: Sequence[Fact],
-                  cues: Mapping[str, tuple[str, tuple[str, ...]]], *, said_at: Mapping[str, datetime],
+                  cues: Mapping[str, tuple[str, tuple[str, ...], tuple[str, str] | None]], *,
+                  said_at: Mapping[str, datetime],
                   skip: Collection[str], assistant: str | None, now: datetime,
                   counts: Mapping[str, Sequence[tuple[str, str]]] | None = None) -> Named:
-    """The earlier statements each claim of ``cues`` (fact id -> ``(cue, names)``) retires, and their remainders.
+    """The earlier statements each claim of ``cues`` (fact id -> ``(cue, names, swap)``) retires, and their remainders.
 
     Args:
         records: the user's record store (its lexical index).
         user: the tenant.
         proposals: the episode's facts.
-        cues: the claims that change (``"change"``) or correct (``"correction"``) something.
+        cues: the claims that change (``"change"``) or correct (``"correction"``) something, the
+            names that say which thing, and a correction's wrong word and the words meant (or None).
         said_at: when each proposal was said.
         skip: ids already retired otherwise (taken back by a correction, hearsay).
         assistant: the assistant's speaker name (its quotes about the thing go too).
@@ -112,7 +114,7 @@ def named_by_cues(records: IngestRecords, user: Tenant, proposals: Sequence[Fact
         cue = cues.get(new.id)
         if cue is None or new.id in skip:
             continue
-        kind, names = cue[0], frozenset(cue[1])
+        kind, names, swap = cue[0], frozenset(cue[1]), cue[2]
         speaker = normalize_name(new.subject).split("'s ", 1)[0]
         hits: dict[str, float] = {}
         for name in sorted(names):  # a name that names one thing is in few statements: a topic is in many
@@ -144,7 +146,8 @@ def named_by_cues(records: IngestRecords, user: Tenant, proposals: Sequence[Fact
                 out.replaced[old.id] = new.id
                 rest = _remainder(old, shared, now) if old.predicate == STATEMENT else None
             else:  # the value said by mistake put right, else what the statement said of other things
-                rest = _substituted(old, new.object if new.predicate == STATEMENT else new.content, shared, now)
+                rest = _substituted(old, new.object if new.predicate == STATEMENT else new.content, shared, now,
+                                    swap=swap)
                 if rest is None and old.predicate == STATEMENT:
                     rest = _remainder(old, shared, now, only_own=False)
                 out.corrected[old.id] = rest.id if rest is not None else new.id
@@ -172,13 +175,15 @@ def _remainder(old: Fact, shared: frozenset[str], now: datetime, *, only_own: bo
                    expired_at=None, created_at=now)
 
 
-def _substituted(old: Fact, correction: str, shared: frozenset[str], now: datetime) -> Fact | None:
+def _substituted(old: Fact, correction: str, shared: frozenset[str], now: datetime, *,
+                 swap: tuple[str, str] | None = None) -> Fact | None:
     """``old`` with the value it got wrong put right, when the correction says which: None if it does not.
 
     Of a kind of value (a number, a month or a day), the correction shares one with ``old``
     (the wrong one) and says one other (the right one): "I told you I was 34, I'm 36" puts
     36 for 34; "last time i said august but it's actually september 2" puts "september 2"
-    for "august" (a month takes the day after it along).
+    for "august" (a month takes the day after it along). A ``swap`` the correction states in words
+    (``("beagle", "basset hound mix")``) is carried out when ``old`` says its wrong word.
     """
     said = [w.strip(".,!?;:()'\"").lower() for w in correction.split()]
     text = old.object if old.predicate == STATEMENT else old.content
@@ -194,6 +199,8 @@ def _substituted(old: Fact, correction: str, shared: frozenset[str], now: dateti
         if at + 1 < len(said) and _VALUE_KINDS["number"].match(said[at + 1]):
             value = f"{value} {said[at + 1]}"  # "september 2"
         swaps.append((next(iter(wrong)), value))
+    if swap is not None and re.search(rf"(?<![\w'’]){re.escape(swap[0])}(?![\w'’])", text, re.IGNORECASE):
+        return _swapped(old, swap, shared - names_of(swap[0]), now)
     if not swaps:
         return None
     content, obj = old.content, old.object
@@ -203,4 +210,20 @@ def _substituted(old: Fact, correction: str, shared: frozenset[str], now: dateti
     if content == old.content:
         return None
     return replace(old, id=new_id(), content=content, object=obj, valid_until=None, superseded_by=None,
+                   expired_at=None, created_at=now)
+
+
+def _swapped(old: Fact, swap: tuple[str, str], others: frozenset[str], now: datetime) -> Fact | None:
+    """``old`` with ``swap``'s wrong words put right, keeping the clauses that say the value or name nothing
+    of ``others`` (what the correction says anew: "howling is a bit better" retires "she won't stop howling").
+    """
+    wrong, right = swap
+    pattern = re.compile(rf"(?<![\w'’]){re.escape(wrong)}(?![\w'’])", re.IGNORECASE)
+    kept = [p.strip(" ,") for sentence in split_sentences(old.object) for p in _CLAUSES.split(sentence)
+            if p.strip(" ,") and (pattern.search(p) or not shared_names(names_of(p, values=True), others))]
+    text = pattern.sub(right, ", ".join(kept))
+    if not kept or text == old.object:
+        return None
+    prefix = old.content[:len(old.content) - len(old.object)] if old.content.endswith(old.object) else ""
+    return replace(old, id=new_id(), object=text, content=f"{prefix}{text}", valid_until=None, superseded_by=None,
                    expired_at=None, created_at=now)

@@ -91,6 +91,9 @@ class ExtractedFact:
             the extractor does not say; an attribute it gives then always does).
         counts: the counts it states, by what they count (``("# people report to me", "11")``):
             an earlier statement counting the same thing with another value is replaced.
+        swap: a correction's wrong word and the words meant, when it says both ("remember i
+            said pepper is a beagle? she's actually a basset hound mix": ``("beagle", "basset
+            hound mix")``): the corrected statement is kept with the one put for the other.
 
     """
 
@@ -111,6 +114,7 @@ class ExtractedFact:
     names: tuple[str, ...] = ()
     retires: bool | None = None
     counts: tuple[tuple[str, str], ...] = ()
+    swap: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..attributes import ATTRIBUTES, Attribute
 from .base import ExtractedFact
-from .cues import change_names, counts_of, cue_of, names_of
+from .cues import change_names, counts_of, cue_of, names_of, recalled_swap, without_recall
 from .lexicon import FILLER_WORDS
 from .talk import SMALL_TALK_WORDS, is_small_talk
 
@@ -178,6 +178,8 @@ def claim_groups(sentences: Sequence[str], read: Sequence[Reading | None]) -> li
 def with_claim(fact: ExtractedFact, claim: Reading | None, text: str, before: str = "") -> ExtractedFact:
     """``fact`` (quoting ``text``) with the attribute and cue of the claim it comes from, and the claim's names.
 
+    A correction that recalls the words said before ("remember i said pepper is a beagle?") is
+    quoted without them (:func:`without_recall`), with the swap it says (:func:`recalled_swap`).
     A change's names are those of the clauses that say what changed (:func:`change_names`), not
     the whole quote's: in "crazy thing happened at school today. I lost my job", the school did
     not end; those of the sentence ``before`` it when it names nothing ("tavola closed 😭 end
@@ -189,8 +191,14 @@ def with_claim(fact: ExtractedFact, claim: Reading | None, text: str, before: st
         return replace(fact, counts=counts) if counts else fact
     names = (names_of(text, values=True) if claim.cue == "correction" else
              change_names(claim.text) or names_of(before) if claim.cue else frozenset())
-    return replace(fact, attribute=claim.attribute, cue=claim.cue, names=tuple(sorted(names)),
+    fact = replace(fact, attribute=claim.attribute, cue=claim.cue, names=tuple(sorted(names)),
                    retires=bool(claim.attribute and claim.sure), counts=counts)
+    if claim.cue != "correction" or fact.predicate != "statement" or (kept := without_recall(text)) == text:
+        return fact
+    # "remember i said pepper is a beagle? …she's actually a basset hound mix": the quote keeps what is
+    # meant, not the words recalled as wrong; the statement they were said in is put right instead
+    prefix = fact.content[:len(fact.content) - len(fact.object)] if fact.content.endswith(fact.object) else ""
+    return replace(fact, object=kept, content=f"{prefix}{kept}", swap=recalled_swap(text))
 
 
 def said_before(kept: Sequence[str], claim: Reading | None) -> str:

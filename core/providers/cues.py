@@ -15,7 +15,8 @@ import re
 from .lexicon import FILLER_WORDS
 from .talk import SMALL_TALK_WORDS
 
-__all__ = ["COMMON_WORDS", "change_names", "counts_of", "cue_of", "names_of", "shared_names"]
+__all__ = ["COMMON_WORDS", "change_names", "counts_of", "cue_of", "names_of", "recalled_swap", "shared_names",
+           "without_recall"]
 
 # --- cues ---------------------------------------------------------------------------------
 
@@ -29,7 +30,8 @@ _CHANGE = re.compile(
     r"fully\s+over|cancel+ed|called\s+off|closed\s+(?:down|for\s+good)|pulled\s+(?:the|his|her|my|our|their)|"
     r"pushed\s+(?:it|back|to)|postponed|rescheduled|moved\s+(?:to|out|back|in\s+with|closer)|relocated|"
     r"went\s+(?:w|with)\s+(?:a|an|the)|plot\s+twist|"
-    r"(?:raised|dropped|down|up|went\s+up|went\s+down|increased|decreased)\s+(?:\w+\s+)?to\s+\$?\d)(?![\w'])")
+    r"(?:raised|dropped|down|up|went\s+up|went\s+down|increased|decreased)\s+(?:\w+\s+)?to\s+[$€£]?\d[\d,.]*[k%]?)"
+    r"(?![\w'])")
 #: It says something said before was wrong: "it's actually", "I meant", "not the 3rd", "I mixed them up".
 _CORRECTION = re.compile(
     r"(?i)(?<![\w'])(?:(?:it|that|she|he|they|this|which)(?:'s|\s+is|\s+was|'re|\s+are)\s+actually|"
@@ -51,8 +53,6 @@ _ENDED = re.compile(r"(?i)\bend\s+of\s+an\s+era\b")
 _NEGATED = re.compile(r"(?i)(?:\b(?:don'?t|do\s+not|won'?t|will\s+not|never|not|didn'?t|can'?t|cannot|couldn'?t|"
                       r"wouldn'?t|shouldn'?t|mustn'?t|gonna|going\s+to|want\s+to|hope\s+to|might|may|should|"
                       r"would|could|if)\s+(?:\w+\s+)?)$")
-#: The words of a change's cue.
-_CUE_WORDS = re.compile("|".join(p.pattern.removeprefix("(?i)") for p in (_CHANGE, _ENDED)), re.IGNORECASE)
 
 
 def cue_of(sentence: str) -> str | None:
@@ -82,20 +82,99 @@ def change_names(sentence: str) -> frozenset[str]:
     """The names in the clauses of ``sentence`` that say what changed: what the change is of.
 
     The rest of the sentence says other things ("since I sold the corolla, the commute has
-    been tough": the corolla went, not the commute), and the cue's own words name nothing
-    ("end of an era", "plot twist"): empty when the sentence names nothing that changed ("it").
+    been tough": the corolla went, not the commute), and the cue's own words are
+    :data:`COMMON_WORDS` ("end of an era", "plot twist"), while what sits inside a cue is named
+    ("put biscuit down", "raised rent to $2,100"): empty when the sentence names nothing that
+    changed ("it").
 
     Example:
         >>> sorted(change_names("since I sold the corolla, the commute has been tough"))
         ['corolla']
         >>> sorted(change_names("plot twist: i actually love running now")), sorted(change_names("end of an era!"))
         (['running'], [])
+        >>> sorted(change_names("we had to put biscuit down yesterday")), sorted(change_names("raised rent to $2,100"))
+        (['biscuit'], ['rent'])
 
     """
-    said = [_CUE_WORDS.sub(" ", c) for c in _CLAUSE_BREAK.split(sentence) if _CHANGE.search(c) or _ENDED.search(c)]
+    said = [c for c in _CLAUSE_BREAK.split(sentence) if _CHANGE.search(c) or _ENDED.search(c)]
     names = frozenset().union(*map(names_of, said))
     # a cue of its own clause ("plot twist: i love running now") announces the rest of the sentence
-    return names or names_of(_CUE_WORDS.sub(" ", sentence))
+    return names or names_of(sentence)
+
+
+# --- what a correction recalls -----------------------------------------------------------------
+
+#: "remember i said pepper is a beagle?", "oh last time i said denver but": the words said before, recalled.
+_RECALL_CLAUSE = re.compile(
+    r"(?i)(?:\b(?:remember|so|oh|ok|okay|and|hey|wait|um|also)[\s,]+)*"
+    r"(?:\b(?:last\s+time|earlier|before|the\s+other\s+day)[\s,]+)?"
+    r"\b(?:i|i've)\s+(?:said|told\s+you|mentioned)\b(?P<said>[^,;?!.]*?)"
+    r"(?:\s*[,;?!.]+\s*|\s+(?=but\b)|\s*$)(?:but\s+)?")
+#: What is said meant instead, after "actually" or "it's": "she's actually a basset hound mix".
+_MEANT = re.compile(r"(?i)\b(?:actually|(?:it|she|he|they)(?:'s|\s+is|'re|\s+are))\s+(?:actually\s+)?"
+                    r"(?:(?:a|an|the)\s+)?(?P<right>[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,3})")
+#: Words that end what is meant ("boulder technically", "a lab lol").
+_MEANT_END = frozenset("""technically actually lol haha lmao though tho now then btw too really apparently instead and
+but so because bc explains which who that i is was""".split())
+
+
+def without_recall(text: str) -> str:
+    """``text`` without the clauses that recall what the speaker said before (the wrong words of a correction).
+
+    Example:
+        >>> without_recall("remember i said pepper is a beagle? got her DNA test back, she's a basset hound mix")
+        "got her DNA test back, she's a basset hound mix"
+        >>> without_recall("oh last time i said denver but it's boulder technically")
+        "it's boulder technically"
+
+    """
+    kept = _RECALL_CLAUSE.sub("", text).strip()
+    return kept if len(kept.split()) >= 2 else text
+
+
+#: A recalled clause that says one value: "pepper is a beagle" (what follows the verb), "denver".
+_RECALLED_VALUE = re.compile(r"(?i)^\s*(?:.*?\b(?:is|was|are|were|'s|'re)\s+)?(?:(?:a|an|the)\s+)?"
+                             r"(?P<value>[^\W\d_][\w'-]*(?:\s+[^\W\d_][\w'-]*)?)\s*$")
+#: Words after a recalled value that ask or hedge, not name: "i told you denver right?".
+_RECALL_TAIL = frozenset("right ok okay lol haha yeah yes no too though tho".split())
+
+
+def recalled_swap(text: str) -> tuple[str, str] | None:
+    """The words a correction recalls as said wrong, and the words it means instead; None unless it says both.
+
+    The wrong words are the one value the recalled clause says (after its verb: "i said pepper is
+    a *beagle*"; or the whole clause when it is one or two words: "i said *lactose intolerant*");
+    the right ones what follows "actually" or "it's" ("she's actually a *basset hound mix*").
+
+    Example:
+        >>> recalled_swap("remember i said pepper is a beagle? turns out she's actually a basset hound mix 😂")
+        ('beagle', 'basset hound mix')
+        >>> recalled_swap("oh last time i said denver but it's boulder technically"), recalled_swap("i said yes")
+        (('denver', 'boulder'), None)
+        >>> recalled_swap("wait i told you tues/thurs for soccer right? it's actually mon/wed.") is None
+        True
+
+    """
+    recalled = _RECALL_CLAUSE.search(text)
+    if recalled is None:
+        return None
+    said = recalled["said"].split()
+    while said and said[-1].lower() in _RECALL_TAIL:
+        said.pop()
+    value = _RECALLED_VALUE.match(" ".join(said))
+    meant = _MEANT.search(text, recalled.end())
+    if value is None or meant is None:
+        return None
+    wrong = value["value"].lower()
+    words = meant["right"].lower().split()
+    for i, word in enumerate(words):
+        if word in _MEANT_END:
+            words = words[:i]
+            break
+    right = " ".join(words)
+    if not right or right == wrong or right in COMMON_WORDS or all(w in COMMON_WORDS for w in wrong.split()):
+        return None
+    return wrong, right
 
 
 # --- names --------------------------------------------------------------------------------
@@ -147,6 +226,8 @@ switch switched changed replaced instead upgraded traded rid sold gave returned 
 rehomed stole stolen lost broke divorce divorced finalized separated split quit retired graduated finished
 fully recovered cancelled canceled pulled pushed postponed rescheduled relocated update twist turns ended
 stopped raised dropped meant mean correction wrong mixed double checked typo glitch oops scratch told said
+switching replacing upgrading upgrade rehome rehoming relocating selling put plot end era increased decreased
+closed closing closer
 """.split()) | FILLER_WORDS | SMALL_TALK_WORDS
 
 

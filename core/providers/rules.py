@@ -218,6 +218,8 @@ def _self_corrected(text: str) -> tuple[str, list[str]]:
             at, wrong = found
             out.replace(at, re.sub(rf"(?<![\w'’]){re.escape(wrong)}(?![\w'’])", cue.right, out.texts[at],
                                    flags=re.IGNORECASE))
+            if cue.rest:  # "scratch that, $1200, my partner wants the sectional": the sectional stays said
+                out.add(cue.rest)
         else:
             out.add(sentence)
             pending.append(sentence)

@@ -244,7 +244,8 @@ class Cue:
         about: the name the corrected statement is about, when the sentence names it
             instead of the wrong value ("Biscuit is actually a cat").
         rest: a statement of its own that follows the correction ("scratch that, I'm a
-            librarian": "I'm a librarian"); it is read as any other sentence.
+            librarian": "I'm a librarian"; "scratch that, $1200, my partner wants the
+            sectional": "my partner wants the sectional"); it is read as any other sentence.
 
     """
 
@@ -254,7 +255,7 @@ class Cue:
     rest: str | None = None
 
 
-_VALUE = r"(?:(?:a|an|the)\s+)?[\w'’-]+(?:\s+[\w'’-]+){0,2}"
+_VALUE = r"(?:(?:a|an|the)\s+)?[$€£]?[\w'’][\w'’-]*(?:[.,]\d+)*(?:\s+[\w'’][\w'’-]*){0,2}"
 _MARKER = r"(?:I\s+meant(?:\s+to\s+say)?|I\s+mean|sorry|oops|my\s+bad|correction:?|typo|I\s+misspoke|actually|wait|no)"
 #: A whole sentence of markers and a value: "No sorry, Milan.", "Oops, 7."
 _BARE = re.compile(rf"^(?:(?:oh|ah|er|erm|um|hmm)[\s,:-]+)*(?:{_MARKER}[\s,:-]+)+(?P<right>{_VALUE})\s*[.!]*$",
@@ -272,10 +273,13 @@ _CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
                                    rf"(?:and\s+)?not\s+(?P<wrong>{_VALUE})", re.IGNORECASE)),
     # "Biscuit is actually a cat", "Biscuit's actually a cat"
     ("about", re.compile(rf"\b(?P<about>[A-Z][\w'-]+)(?:'s|\s+is|\s+are|\s+was)\s+actually\s+(?P<right>{_VALUE})")),
-    # "I meant Victoria", "make that Victoria", "scratch that, 5", "correction: Victoria"
+    # "oops she's 8 actually", "it's 12 actually": a number put right, the word after it
+    ("it-actually", re.compile(r"\b(?:it|she|he|they|that)(?:'s|\s+is|\s+was|'re|\s+are)\s+"
+                               r"(?P<right>[$€£]?\d+(?:[.,]\d+)*)\s+actually\b", re.IGNORECASE)),
+    # "I meant Victoria", "make that Victoria", "scratch that, 5", "correction: Victoria", "wait its a 2014"
     ("right", re.compile(rf"\b(?:I\s+meant(?:\s+to\s+say)?(?!\s+to\b)|make\s+(?:that|it)|scratch\s+that,?|correction:|"
                          rf"no\s+wait,?|wait,?\s+no,?|sorry,?\s+I\s+mean|I\s+misspoke,?(?:\s+it's)?|"
-                         rf"actually,?\s+it(?:'s|\s+is|\s+was))\s+(?P<right>{_VALUE})", re.IGNORECASE)),
+                         rf"(?:actually|wait),?\s+it(?:'?s|\s+is|\s+was))\s+(?P<right>{_VALUE})", re.IGNORECASE)),
     # "No sorry, Milan.", "Oops, Basel!": markers and a value, nothing else
     ("bare", _BARE),
     # "scratch that", "forget what I said", "I take that back": taken back, nothing meant instead
@@ -312,6 +316,18 @@ def _value(text: str | None) -> str | None:
         if lowered.startswith(article):
             value, lowered = value[len(article):], lowered[len(article):]
     return value if value and lowered not in _NOT_VALUES else None
+
+
+def _rest(tail: str) -> str | None:
+    """What follows a correction's value when it says something of its own: ", my partner wants the sectional".
+
+    Only after a comma or a dash (", then" and a word or two are the value's tail, not a statement).
+    """
+    found = re.match(r"\s*(?:,|[-–—]|\.\s)\s*(?P<rest>.*\S)", tail)
+    if found is None:
+        return None
+    rest = found["rest"].strip()
+    return rest if len([w for w in rest.split() if w.lower() not in _VALUE_TAIL]) >= 3 else None
 
 
 def corrections(sentence: str) -> list[Cue]:
@@ -367,7 +383,8 @@ def _cue(sentence: str) -> Cue | None:
             continue
         if name == "bare" and is_small_talk(right):  # "No, thanks.", "Actually, yes."
             continue
-        return Cue(right=right, wrong=wrong, about=about)
+        rest = _rest(text[match.end():]) if name in ("right", "it-actually") else None
+        return Cue(right=right, wrong=wrong, about=about, rest=rest)
     return None
 
 
@@ -375,7 +392,7 @@ def _cue(sentence: str) -> Cue | None:
 
 # --- kinds of values: what a correction that names only the right value replaces -------
 
-_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
+_NUMBER = re.compile(r"^[$€£]?\d+(?:[.,]\d+)*$")
 _PROFESSION = re.compile(rf"^(?:{PROFESSIONS})$", re.IGNORECASE)
 #: Pets people name, for "Biscuit is actually a cat" (the relations' dog and cat, and more).
 PET_WORDS = frozenset(PETS | {"puppy", "kitten", "rabbit", "bunny", "hamster", "parrot", "bird", "turtle",
@@ -418,6 +435,8 @@ def values_of_kind(text: str, kind: str) -> list[str]:
     Example:
         >>> values_of_kind("I have 2 cats and three dogs", "number")
         ['2', 'three']
+        >>> values_of_kind("rent is $1,850 a month, up from 1,700", "number")
+        ['$1,850', '1,700']
 
     """
     out: list[str] = []
@@ -425,8 +444,8 @@ def values_of_kind(text: str, kind: str) -> list[str]:
         for match in re.finditer(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)", text.strip()):
             out.append(match.group(1))
     elif kind == "number":  # digits, or a number in words ("three")
-        out = [w for w in re.findall(r"\b(?:\d+(?:[.,]\d+)?|[A-Za-z]+)\b", text)
-               if w[0].isdigit() or w.lower() in _NUMBER_WORDS]
+        out = [w for w in re.findall(r"[$€£]?\b\d+(?:[.,]\d+)*\b|\b[A-Za-z]+\b", text)
+               if w.lstrip("$€£")[:1].isdigit() or w.lower() in _NUMBER_WORDS]
     elif kind in ("pet", "profession"):
         vocabulary = PET_WORDS if kind == "pet" else None
         for word in re.findall(r"[A-Za-z-]+", text):

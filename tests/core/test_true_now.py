@@ -89,3 +89,52 @@ def test_a_change_that_names_nothing_is_of_what_was_said_just_before(memory):
 def test_small_talk_and_condolences_are_not_facts(memory):
     _tell(memory, "hey! sorry to hear that, so sorry!! thanks for asking, have a great weekend")
     assert _current(memory) == []
+
+
+def test_a_change_whose_words_hold_the_name_retires_what_was_said_of_it(memory):
+    _tell(memory, "my hamster nibbles is 3 and sleeps all day, is that normal?",
+          "we had to put nibbles down last night. the cage looks so empty")
+    assert not _said(_current(memory), "sleeps all day")
+
+
+def test_an_amount_raised_retires_the_old_amount(memory):
+    _tell(memory, "my gym membership is $45 a month and i barely go, worth keeping?",
+          "the gym raised membership to $60 so i'm finally cancelling")
+    now = _current(memory)
+    assert not _said(now, "$45")
+    assert _said(now, "$60")
+
+
+def test_a_money_value_corrected_in_its_message_keeps_what_follows_the_correction(memory):
+    _tell(memory, "my budget for the new laptop is $900. make that $1,100, i need the bigger screen for design work")
+    now = _current(memory)
+    assert _said(now, "$1,100")
+    assert not _said(now, "$900")
+    assert _said(now, "bigger screen for design work")
+
+
+def test_a_number_said_to_be_actually_another_replaces_it(memory):
+    memory.conversation_end("s0", [
+        Message("my son is 4 and loves trucks, any birthday party ideas?", name="Sam", timestamp=T),
+        Message("A truck-themed party is always a hit!", role="assistant", timestamp=T + timedelta(minutes=1)),
+        Message("oh he's 5 actually, his birthday was in june. the party is for his friends from preschool",
+                name="Sam", timestamp=T + timedelta(minutes=2)),
+    ], user_id="sam")
+    now = _current(memory)
+    assert not _said(now, "son is 4")
+    assert _said(now, "5")
+
+
+def test_a_recalled_value_corrected_later_puts_the_statement_right_and_keeps_its_name(memory):
+    _tell(memory, "my cat luna is a siamese and she yells at 5am every day",
+          "remember i said luna is a siamese? the vet says she's actually a tonkinese lol. still yelling though")
+    now = _current(memory)
+    assert not _said(now, "is a siamese")
+    assert _said(now, "luna is a tonkinese")
+
+
+def test_wait_its_puts_right_a_value_of_its_own_message(memory):
+    _tell(memory, "my 2016 forester needs new brakes. wait its a 2017, i always forget. what pads should i get?")
+    now = _current(memory)
+    assert _said(now, "2017 forester")
+    assert not _said(now, "2016")
