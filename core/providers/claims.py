@@ -33,7 +33,7 @@ from ..attributes import ATTRIBUTES, Attribute
 from .base import ExtractedFact
 from .cues import change_names, counts_of, cue_of, names_of, recalled_swap, without_recall
 from .lexicon import FILLER_WORDS
-from .talk import SMALL_TALK_WORDS, is_small_talk
+from .talk import SMALL_TALK_WORDS, is_small_talk, values_of_kind
 
 __all__ = ["ASK", "CLAIM", "DROP", "ClaimReader", "Reading", "claim_groups", "said_before", "split_talk", "with_claim"]
 
@@ -134,13 +134,26 @@ class Reading:
 
 
 def _meant(sentence: str) -> str | None:
-    """The part of a sentence that is meant: after a "jk"/"for real" marker; None if the whole was not meant."""
-    last = None
+    """The part of a sentence that is meant: after a "jk"/"for real" marker; None if the whole was not meant.
+
+    A number alone after the marker puts right the one number of what was not meant: "i have 12
+    cats lol not really, just 2" means "i have 2 cats".
+
+    Example:
+        >>> _meant("i have 12 cats lol not really, just 2"), _meant("I'm moving to Mars jk")
+        ('i have 2 cats', None)
+
+    """
+    first = last = None
     for found in _UNSAID.finditer(sentence):
-        last = found
+        first, last = first or found, found
     if last is None:
         return sentence
     rest = sentence[last.end():].strip(" ,.;:!-—)(")
+    unsaid = sentence[:first.start()].strip(" ,.;:!-—)(")
+    said, joked = values_of_kind(rest, "number"), values_of_kind(unsaid, "number")
+    if len(rest.split()) <= 3 and len(said) == 1 and len(joked) == 1:
+        return re.sub(rf"(?<![\w$€£.,]){re.escape(joked[0])}(?![\w.,])", said[0], unsaid, count=1)
     return rest or None
 
 

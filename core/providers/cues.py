@@ -30,7 +30,8 @@ _CHANGE = re.compile(
     r"fully\s+over|cancel+ed|called\s+off|closed\s+(?:down|for\s+good)|pulled\s+(?:the|his|her|my|our|their)|"
     r"pushed\s+(?:it|back|to)|postponed|rescheduled|moved\s+(?:to|out|back|in\s+with|closer)|relocated|"
     r"went\s+(?:w|with)\s+(?:a|an|the)|plot\s+twist|"
-    r"(?:raised|dropped|down|up|went\s+up|went\s+down|increased|decreased)\s+(?:\w+\s+)?to\s+[$€£]?\d[\d,.]*[k%]?)"
+    r"(?:raised|dropped|increased|decreased|bumped|jumped|(?:is|'s|went|goes|going|came|comes)\s+(?:up|down))\s+"
+    r"(?:\w+\s+)?to\s+[$€£]?\d[\d,.]*[k%]?)"
     r"(?![\w'])")
 #: It says something said before was wrong: "it's actually", "I meant", "not the 3rd", "I mixed them up".
 _CORRECTION = re.compile(
@@ -94,6 +95,8 @@ def change_names(sentence: str) -> frozenset[str]:
         (['running'], [])
         >>> sorted(change_names("we had to put biscuit down yesterday")), sorted(change_names("raised rent to $2,100"))
         (['biscuit'], ['rent'])
+        >>> cue_of("rent went up to $2,100"), cue_of("I was pre-approved for up to $350,000")
+        ('change', None)
 
     """
     said = [c for c in _CLAUSE_BREAK.split(sentence) if _CHANGE.search(c) or _ENDED.search(c)]

@@ -276,10 +276,12 @@ _CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "oops she's 8 actually", "it's 12 actually": a number put right, the word after it
     ("it-actually", re.compile(r"\b(?:it|she|he|they|that)(?:'s|\s+is|\s+was|'re|\s+are)\s+"
                                r"(?P<right>[$€£]?\d+(?:[.,]\d+)*)\s+actually\b", re.IGNORECASE)),
-    # "I meant Victoria", "make that Victoria", "scratch that, 5", "correction: Victoria", "wait its a 2014"
+    # "I meant Victoria", "make that Victoria", "scratch that, 5", "correction: Victoria", "wait its a 2014",
+    # "real answer is 35" (after a joke)
     ("right", re.compile(rf"\b(?:I\s+meant(?:\s+to\s+say)?(?!\s+to\b)|make\s+(?:that|it)|scratch\s+that,?|correction:|"
                          rf"no\s+wait,?|wait,?\s+no,?|sorry,?\s+I\s+mean|I\s+misspoke,?(?:\s+it's)?|"
-                         rf"(?:actually|wait),?\s+it(?:'?s|\s+is|\s+was))\s+(?P<right>{_VALUE})", re.IGNORECASE)),
+                         rf"(?:actually|wait),?\s+it(?:'?s|\s+is|\s+was)|(?:the\s+)?real\s+answer(?:\s+is)?:?)"
+                         rf"\s+(?P<right>{_VALUE})", re.IGNORECASE)),
     # "No sorry, Milan.", "Oops, Basel!": markers and a value, nothing else
     ("bare", _BARE),
     # "scratch that", "forget what I said", "I take that back": taken back, nothing meant instead

@@ -138,3 +138,21 @@ def test_wait_its_puts_right_a_value_of_its_own_message(memory):
     now = _current(memory)
     assert _said(now, "2017 forester")
     assert not _said(now, "2016")
+
+
+def test_a_joked_number_taken_back_keeps_the_real_number_with_what_it_counts(memory):
+    _tell(memory, "we have 40 chickens lol not really, just 4. any tips for keeping them warm in winter?")
+    now = _current(memory)
+    assert _said(now, "4 chickens")
+    assert not _said(now, "40")
+
+
+def test_the_real_answer_after_a_joke_replaces_the_joked_value(memory):
+    memory.conversation_end("s0", [
+        Message("my height? im 7 feet tall obviously 😎", name="Sam", timestamp=T),
+        Message("Ha, basketball material! What can I help with?", role="assistant", timestamp=T + timedelta(minutes=1)),
+        Message("ok real answer is 5, i round up. need a bike frame size", name="Sam",
+                timestamp=T + timedelta(minutes=2)),
+    ], user_id="sam")
+    now = _current(memory)
+    assert not _said(now, "7 feet")
