@@ -138,7 +138,8 @@ def named_by_cues(records: IngestRecords, user: Tenant, proposals: Sequence[Fact
             shared = shared_names(names, names_of(text, values=kind == "correction"))
             if not shared:
                 continue
-            if kind == "change" and cue_of(text) == "change" and not names - shared_names(names, change_names(text)):
+            if kind == "change" and cue_of(text) == "change" and not names - shared_names(
+                    names, change_names(text, announced=False)):
                 continue  # the same change told again ("since I lost my job at the bakery…"): the first telling holds
             if old.id not in proposed:
                 stored[old.id] = old

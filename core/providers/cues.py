@@ -26,6 +26,9 @@ _CHANGE = re.compile(
     r"instead|upgrad(?:ed|ing)\s+(?:to|from)|traded(?:\s+it)?\s+in|got\s+rid\s+of|sold|gave\s+away|returned|"
     r"no\s+longer|not\s+\w+\s+any\s?more|any\s?more|no\s+more|passed\s+away|passed\s+in|died|"
     r"put\s+(?:\w+\s+)?down|rehom(?:e|ed|ing)|stole|stolen|lost\s+(?:my|our)|"
+    # news of a graduation ("graduated last weekend!!"), not a life story ("graduated with honors from…")
+    r"graduated(?=\s*(?:[!.?,;:]|$|\s+(?:last|today|yesterday|this|on\s+\w+day)\b|\s*[^\w\s]))|"
+    r"passed\s+(?!away\b|by\b|out\b|on\b|through\b|it\b|that\b|the\s+(?:time|salt|ball)\b)(?:my\s+|the\s+)?\w+|"
     r"broke\s+up|divorc(?:ed|e\s+was\s+finali[sz]ed)|split\s+up|separated|quit|left\s+(?:my|our)|retired|"
     r"fully\s+over|cancel+ed|called\s+off|closed\s+(?:down|for\s+good)|pulled\s+(?:the|his|her|my|our|their)|"
     r"pushed\s+(?:it|back|to)|postponed|rescheduled|moved\s+(?:to|out|back|in\s+with|closer)|relocated|"
@@ -79,14 +82,15 @@ _CLAUSE_BREAK = re.compile(r"[,;:!?]\s+|\s+[-–—]+\s+|\.\.+\s*|\s+(?:and|but|
                            re.IGNORECASE)
 
 
-def change_names(sentence: str) -> frozenset[str]:
+def change_names(sentence: str, *, announced: bool = True) -> frozenset[str]:
     """The names in the clauses of ``sentence`` that say what changed: what the change is of.
 
     The rest of the sentence says other things ("since I sold the corolla, the commute has
     been tough": the corolla went, not the commute), and the cue's own words are
     :data:`COMMON_WORDS` ("end of an era", "plot twist"), while what sits inside a cue is named
     ("put biscuit down", "raised rent to $2,100"): empty when the sentence names nothing that
-    changed ("it").
+    changed ("it"). Without ``announced``, a cue that names nothing in its own clause names
+    nothing ("I GRADUATED!!!! nclex is july 18": the graduation, not the exam).
 
     Example:
         >>> sorted(change_names("since I sold the corolla, the commute has been tough"))
@@ -97,12 +101,14 @@ def change_names(sentence: str) -> frozenset[str]:
         (['biscuit'], ['rent'])
         >>> cue_of("rent went up to $2,100"), cue_of("I was pre-approved for up to $350,000")
         ('change', None)
+        >>> cue_of("graduated last weekend 🎓"), cue_of("I graduated with a First-Class distinction from Mumbai")
+        ('change', None)
 
     """
     said = [c for c in _CLAUSE_BREAK.split(sentence) if _CHANGE.search(c) or _ENDED.search(c)]
     names = frozenset().union(*map(names_of, said))
     # a cue of its own clause ("plot twist: i love running now") announces the rest of the sentence
-    return names or names_of(sentence)
+    return names or (names_of(sentence) if announced else frozenset())
 
 
 # --- what a correction recalls -----------------------------------------------------------------

@@ -156,3 +156,17 @@ def test_the_real_answer_after_a_joke_replaces_the_joked_value(memory):
     ], user_id="sam")
     now = _current(memory)
     assert not _said(now, "7 feet")
+
+
+def test_graduating_ends_the_studies_said_before(memory):
+    _tell(memory, "i'm a sophomore at uc davis studying chemistry. any tips for organic chem?",
+          "graduated last month!! now i'm applying to lab tech jobs, can you look at my cover letter?")
+    assert not _said(_current(memory), "sophomore at uc davis")
+
+
+def test_an_exam_passed_ends_what_was_said_of_it_beside_another_change(memory):
+    _tell(memory, "I GRADUATED!!! the cpa exam is april 3rd, wish me luck",
+          "passed the cpa exam first try!! starting at deloitte monday")
+    now = _current(memory)
+    assert not _said(now, "cpa exam is april 3rd")
+    assert _said(now, "deloitte")
