@@ -64,6 +64,12 @@ def _embed_turns(items: Sequence[Item], embedder: Any) -> tuple[dict[str, DenseT
     return indexes, wall, cpu
 
 
+def _newest(item: Item) -> set[str]:
+    """The ``has_answer`` turns of the newest evidence session: the value a knowledge update leaves current."""
+    sessions = [sid for sid, _, turns in item.sessions if any(t.has_answer for t in turns)]
+    return {t.id for t in item.turns if t.has_answer and t.session == sessions[-1]}
+
+
 def _floor_ms(embedder: Any, dense: DenseTurns, question: str, k: int) -> float:
     """The question embedded (no cache) and an exact top-``k`` cosine scan of the user's vectors."""
     t0 = time.perf_counter()
@@ -78,6 +84,7 @@ def _evaluate(memory: Any, items: Sequence[Item], dense: dict[str, DenseTurns], 
               clock: AskedClock) -> dict[str, Any]:
     turns = {name: Tally(KS) for name in SYSTEMS}
     sessions = {name: Tally(KS) for name in SYSTEMS}
+    newest = {name: Tally(KS) for name in SYSTEMS}  # knowledge updates: the newest value cited
     ours, floor, rows = [], [], []
     for it in items:
         clock.at = it.asked
@@ -94,12 +101,14 @@ def _evaluate(memory: Any, items: Sequence[Item], dense: dict[str, DenseTurns], 
             covered = turns[name].add([it.type, ALL], hits, it.evidence)
             if it.answer_sessions:
                 sessions[name].add([it.type, ALL], _session_hits(hits), it.answer_sessions)
+            if it.type == "knowledge-update":
+                newest[name].add([it.type], hits, sorted(_newest(it)))  # read as "any"
             row[name] = [covered[k] for k in KS]
         rows.append(row)
     clock.at = None
     p_ours, p_floor = percentiles(ours, (50, 95)), percentiles(floor, (50, 95))
-    return {"systems": {name: {"recall": turns[name].table(), "sessions": sessions[name].table()}
-                        for name in SYSTEMS},
+    return {"systems": {name: {"recall": turns[name].table(), "sessions": sessions[name].table(),
+                               "ku_newest": newest[name].table()} for name in SYSTEMS},
             "get_context_ms": p_ours, "floor_ms": p_floor,
             "ratio_to_floor": {p: round(p_ours[p] / p_floor[p], 2) for p in p_ours}, "rows": rows}
 
@@ -194,6 +203,10 @@ def format_s(s: dict[str, Any]) -> str:
         r5, r10 = sys["recall"]["k5"], sys["recall"]["k10"]
         lines.append(f"{name[:16]:<16}" + "".join(f"{r5[t]['all']:>8.3f}/{r10[t]['all']:<7.3f}" for t in types)
                      + f"{sys['sessions']['k5'][ALL]['any']:>11.3f}{r5[ALL]['tokens']:>7.0f}")
+    newest = {name: sys["ku_newest"].get("k5", {}).get("knowledge-update", {}).get("any")
+              for name, sys in s["systems"].items() if "ku_newest" in sys}
+    lines.append("knowledge updates, newest value in the top 5: "
+                 + ", ".join(f"{n} {v:.3f}" for n, v in newest.items() if v is not None))
     lines += [f"  {'met ' if ok else 'MISS'} {t}: {m}" for t, m, ok in s_targets(s)]
     z, b = s["systems"][ZEP]["recall"], s["systems"]["bm25-turns"]["recall"]
     lines.append(f"zep all@5 {z['k5'][ALL]['all']:.3f} vs bm25 {b['k5'][ALL]['all']:.3f}; all@10 "
@@ -236,11 +249,17 @@ def markdown_s(s: dict[str, Any]) -> list[str]:
         rows = [[f"`{name}`", *(sys["recall"][f"k{k}"].get(t, {}).get("all") for t in types),
                  sys["recall"][f"k{k}"][ALL]["all"]] for name, sys in s["systems"].items()]
         lines += [f"**All answer turns in the top {k}:**", "", *_md_table(head, rows)]
+    ku = "knowledge-update"
     rows = [[f"`{name}`", sys["sessions"]["k5"][ALL]["any"], sys["sessions"]["k10"][ALL]["any"],
+             sys.get("ku_newest", {}).get("k5", {}).get(ku, {}).get("any"),
+             sys.get("ku_newest", {}).get("k10", {}).get(ku, {}).get("any"),
              f"{sys['recall']['k5'][ALL]['tokens']:.0f}", f"{sys['recall']['k10'][ALL]['tokens']:.0f}"]
             for name, sys in s["systems"].items()]
-    lines += ["**Sessions and tokens:** an answer session among the top k (recall_any), tokens handed over.", "",
-              *_md_table(["system", "session any@5", "session any@10", "tokens@5", "tokens@10"], rows)]
+    lines += ["**Sessions, newest values and tokens:** an answer session among the top k (recall_any); for the "
+              "knowledge-update questions, a turn of the newest evidence session (the value now true) among the "
+              "top k; the tokens handed over.", "",
+              *_md_table(["system", "session any@5", "session any@10", "KU newest@5", "KU newest@10", "tokens@5",
+                          "tokens@10"], rows)]
     lines += [f"Bulk ingest {s['ingest_ms_per_turn']} ms per turn ({s['ingest_cpu_ms_per_turn']} ms CPU); the "
               f"embedder alone on the same turns {s['embed_ms_per_turn']} ms ({s['embed_cpu_ms_per_turn']} ms CPU). "
               f"`get_context` p50/p95 {s['get_context_ms']['p50']}/{s['get_context_ms']['p95']} ms against a floor "

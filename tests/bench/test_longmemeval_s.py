@@ -71,3 +71,4 @@ def test_a_tiny_s_run_scores_zep_and_both_baselines_with_sessions_tokens_and_spe
     assert "LongMemEval-S" in format_s(out)
     page = "\n".join(markdown_s(out))
     assert "### LongMemEval-S" in page and "session any@5" in page and "`bm25-turns`" in page
+    assert zep["ku_newest"]["k5"]["knowledge-update"]["any"] == 1.0 and "KU newest@5" in page
