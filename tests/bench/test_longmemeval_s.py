@@ -72,3 +72,20 @@ def test_a_tiny_s_run_scores_zep_and_both_baselines_with_sessions_tokens_and_spe
     page = "\n".join(markdown_s(out))
     assert "### LongMemEval-S" in page and "session any@5" in page and "`bm25-turns`" in page
     assert zep["ku_newest"]["k5"]["knowledge-update"]["any"] == 1.0 and "KU newest@5" in page
+
+
+def test_longmemeval_runs_the_s_setting_and_the_report_shows_it_with_its_targets(tmp_path, embedder):
+    from bench.locomo import Variant
+    from bench.longmemeval import run
+    from bench.report import render
+
+    s_path = _write(tmp_path / "s.json.gz", 1)
+    with gzip.open(s_path, "rt") as f:
+        (tmp_path / "oracle.json").write_text(f.read())
+    result = run(tmp_path / "oracle.json", per_type=1, assistant_speakers=("Assistant",),
+                 variants=(Variant("defaults"),), long_per_type=0, s_per_type=1, s_path=s_path,
+                 out_dir=tmp_path / "results", progress=Progress("t", quiet=True))
+    assert result["longmemeval_s"]["questions"] == 3
+    page = render(tmp_path / "results")
+    assert "### LongMemEval-S: the real long histories" in page
+    assert "LongMemEval-S, 3 questions: all@5 ≥ BM25 + 0.10" in page
