@@ -62,10 +62,12 @@ class DenseTurns:
 
     name = "dense-turns"
 
-    def __init__(self, turns: Sequence[RawTurn], embedder: Any) -> None:
+    def __init__(self, turns: Sequence[RawTurn], embedder: Any, *, vectors: Any = None) -> None:
         self.turns = list(turns)
         self.embedder = embedder
-        self.vectors = np.asarray(embedder.embed([t.text for t in self.turns]), dtype=np.float32)
+        if vectors is None:  # else the turns' texts embedded already, by the caller who timed it
+            vectors = embedder.embed([t.text for t in self.turns])
+        self.vectors = np.asarray(vectors, dtype=np.float32)
 
     def search(self, query: str, k: int) -> list[Hit]:
         """The ``k`` turns most similar to ``query``."""

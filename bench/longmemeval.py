@@ -36,6 +36,10 @@ same questions are scored on the oracle and on the long history, zep beside BM25
 dense retrieval over the same turns, so the drop from one to the other is measured in
 one run; ingest time per turn is reported beside the embedder's own time per turn.
 
+LongMemEval-S (``--s-per-type N``; the whole dev half in the full run, :data:`bench.longmemeval_s.QUICK_PER_TYPE`
+per type quick): the same dev questions with their real S haystacks, ~48 sessions a user
+(:mod:`bench.longmemeval_s`), zep beside BM25 and dense turns in the same run.
+
 Run: ``python -m bench.longmemeval --data PATH [--quick]``.
 """
 
@@ -50,13 +54,16 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from .baselines import BM25Turns, DenseTurns, Hit, RawTurn
 from .common import LONGMEMEVAL_DEV, TOKEN_METHOD, Progress, load_average, options_for, percentiles, write_result
 from .locomo import VARIANTS, Variant, _settings
+from .longmemeval_data import AskedClock, Item, Turn, ingest_bulk, load
+from .longmemeval_s import LONGMEMEVAL_S_DEV, format_s, run_s
+from .longmemeval_s import QUICK_PER_TYPE as QUICK_S_PER_TYPE
 from .recall import Tally
 
 __all__ = ["Item", "answer_terms", "load", "long_history", "run"]
@@ -75,69 +82,6 @@ _STOP = frozenset(
     there here its it's been being very more most some any each other only same such too now new old
     currently current previously before after used use using one two does did done doing get got""".split())
 _WORD = re.compile(r"[a-z0-9][a-z0-9'.,$%-]*[a-z0-9%]|[a-z0-9]")
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One haystack turn."""
-
-    id: str
-    role: str
-    content: str
-    timestamp: datetime
-    has_answer: bool
-    session: str
-
-
-@dataclass
-class Item:
-    """One LongMemEval question with its haystack."""
-
-    id: str
-    type: str
-    question: str
-    answer: str
-    sessions: list[tuple[str, datetime, list[Turn]]]
-    asked: datetime | None = None  # the question's date: "two months ago" is read against it
-
-    @property
-    def turns(self) -> list[Turn]:
-        """Every turn, in order."""
-        return [t for _, _, turns in self.sessions for t in turns]
-
-    @property
-    def evidence(self) -> tuple[str, ...]:
-        """Ids of the ``has_answer`` turns."""
-        return tuple(t.id for t in self.turns if t.has_answer)
-
-
-def parse_date(text: str) -> datetime:
-    """Read ``"2023/05/20 (Sat) 12:36"`` as a UTC datetime."""
-    clean = re.sub(r"\s*\([A-Za-z]+\)\s*", " ", text).strip()
-    return datetime.strptime(clean, "%Y/%m/%d %H:%M").replace(tzinfo=timezone.utc)
-
-
-def load(path: str | Path, *, per_type: int | None = None) -> list[Item]:
-    """Read the questions (the first ``per_type`` of each type if given)."""
-    data = json.loads(Path(path).read_text())
-    taken: dict[str, int] = defaultdict(int)
-    out = []
-    for q in data:
-        if per_type is not None and taken[q["question_type"]] >= per_type:
-            continue
-        sessions = []
-        for sid, date, raw in zip(q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"]):
-            when = parse_date(date)
-            turns = [Turn(f"{sid}:{i}", t["role"], t["content"], when + timedelta(seconds=i),
-                          bool(t.get("has_answer")), sid)
-                     for i, t in enumerate(raw) if str(t.get("content", "")).strip()]
-            if turns:
-                sessions.append((sid, when, turns))
-        sessions.sort(key=lambda s: s[1])
-        asked = parse_date(q["question_date"]) if q.get("question_date") else None
-        out.append(Item(q["question_id"], q["question_type"], q["question"], str(q["answer"]), sessions, asked))
-        taken[q["question_type"]] += 1
-    return out
 
 
 def long_history(items: Sequence[Item], pool: Sequence[Item], *, distractors: int = LONG_DISTRACTORS,
@@ -264,16 +208,6 @@ def _knowledge_update_core(item: Item, facts: Sequence[Any], k: int) -> dict[str
 LME_VARIANTS: tuple[Variant, ...] = VARIANTS
 
 
-class AskedClock:
-    """The memory's clock in this bench: the time now, except while a question is asked on its own date."""
-
-    def __init__(self) -> None:
-        self.at: datetime | None = None
-
-    def __call__(self) -> datetime:
-        return self.at or datetime.now(timezone.utc)
-
-
 def _evaluate_zep(memory: Any, items: Sequence[Item], v: Variant, clock: AskedClock | None = None) -> dict[str, Any]:
     tally = Tally(KS)
     latency: list[float] = []
@@ -323,20 +257,6 @@ def _sample(items: Sequence[Item], per_type: int) -> list[Item]:
     return out
 
 
-def _ingest_bulk(memory: Any, items: Sequence[Item]) -> int:
-    """Every session of ``items`` through ``conversation_end_many`` (the bulk import); returns facts added."""
-    from zep_core import Message
-
-    episodes = [{"session_id": sid, "user_id": it.id, "episode_id": f"{it.id}:{sid}",
-                 "messages": [Message(content=t.content, role=t.role, id=t.id, timestamp=t.timestamp) for t in turns]}
-                for it in items for sid, _, turns in it.sessions]
-    results = memory.conversation_end_many(episodes)
-    failed = [r for r in results if r.status != "done"]
-    if failed:
-        raise RuntimeError(f"{len(failed)} episodes ended {failed[0].status}: {failed[0].error}")
-    return sum(len(r.added) for r in results)
-
-
 def run_long(path: str | Path, *, per_type: int, embedder: Any, root: Path, progress: Progress,
              settings: Any = None) -> dict[str, Any]:
     """The same questions on the oracle and on a long history (:func:`long_history`), with the baselines."""
@@ -357,7 +277,7 @@ def run_long(path: str | Path, *, per_type: int, embedder: Any, root: Path, prog
                                  **options_for(settings, root / f"long-{name}")),
                     clock=clock) as memory:
             t0, c0 = time.perf_counter(), time.process_time()
-            facts = _ingest_bulk(memory, items)
+            facts = ingest_bulk(memory, items)
             memory.flush()
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             res = _evaluate_zep(memory, items, Variant("defaults"), clock)
@@ -383,7 +303,8 @@ def run_long(path: str | Path, *, per_type: int, embedder: Any, root: Path, prog
 def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
         assistant_speakers: Sequence[str | None] | None = None, variants: Sequence[Variant] = LME_VARIANTS,
         data_dir: str | Path | None = None, progress: Progress | None = None, long_per_type: int | None = None,
-        out_dir: Path | None = None, save: bool = True, settings: Any = None) -> dict[str, Any]:
+        out_dir: Path | None = None, save: bool = True, settings: Any = None, s_per_type: int | None = None,
+        s_path: str | Path = LONGMEMEVAL_S_DEV) -> dict[str, Any]:
     """Run the LongMemEval benchmark and return (and write) its results.
 
     Args:
@@ -403,6 +324,9 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
         save: write ``longmemeval.json``.
         settings: ``MemoryConfig`` fields for every memory built (e.g. ``vector_exact_below``), or a
             function of the memory's folder giving them (:func:`bench.common.options_for`).
+        s_per_type: LongMemEval-S questions per type (:func:`bench.longmemeval_s.run_s`); default the
+            whole file full, :data:`bench.longmemeval_s.QUICK_PER_TYPE` quick; 0 for none.
+        s_path: ``longmemeval_s_dev.json.gz``.
     """
     from zep_core import Memory, MemoryConfig
     from zep_core.providers.local import LocalEmbedder
@@ -449,13 +373,17 @@ def run(path: str | Path, *, quick: bool = False, per_type: int | None = None,
             long_per_type = QUICK_LONG_PER_TYPE if quick else LONG_PER_TYPE
         long = run_long(path, per_type=long_per_type, embedder=embedder, root=root,
                         progress=progress, settings=settings) if long_per_type else None
+        s_result = None
+        if s_per_type != 0 and Path(s_path).is_file():
+            s_result = run_s(s_path, per_type=s_per_type or (QUICK_S_PER_TYPE if quick else None), embedder=embedder,
+                             root=root, progress=progress, settings=settings)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     result = {
         "dataset": str(path), "mode": "quick" if quick else "full", "questions": len(items),
         "scored_questions": len(scored), "token_method": TOKEN_METHOD, "ingest": ingests,
-        "systems": systems, "long_history": long, "load_average_at_start": load_at_start,
+        "systems": systems, "long_history": long, "longmemeval_s": s_result, "load_average_at_start": load_at_start,
         "seconds": round(progress.elapsed, 1),
     }
     if save:
@@ -482,10 +410,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--long-per-type", type=int,
                         help=f"questions per type on the long history (default {LONG_PER_TYPE}, quick "
                              f"{QUICK_LONG_PER_TYPE}; 0: none)")
+    parser.add_argument("--s-per-type", type=int,
+                        help="LongMemEval-S questions per type (default: all full, "
+                             f"{QUICK_S_PER_TYPE} quick; 0: none)")
     parser.add_argument("--out", type=Path, help="results folder (default: bench/results)")
     args = parser.parse_args(argv)
     result = run(args.data, quick=args.quick, per_type=args.per_type, out_dir=args.out,
-                 long_per_type=args.long_per_type)
+                 long_per_type=args.long_per_type, s_per_type=args.s_per_type)
     print(format_table(result, 10))
     print(format_table(result, 5))
     for name, s in result["systems"].items():
@@ -493,6 +424,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
               "k5", json.dumps(s.get("knowledge_update_k5")))
     if result.get("long_history"):
         print(format_long(result["long_history"]))
+    if result.get("longmemeval_s"):
+        print(format_s(result["longmemeval_s"]))
     return result
 
 

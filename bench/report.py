@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import RESULTS_DIR
+from .longmemeval_s import markdown_s, s_targets
 
 __all__ = ["plot_latency", "render", "write_docs"]
 
@@ -176,6 +177,8 @@ def _longmemeval(res: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
         "last four are computed over questions whose evidence spans two sessions.", ""]
     if res.get("long_history"):
         lines += _long_history(res["long_history"])
+    if res.get("longmemeval_s"):
+        lines += markdown_s(res["longmemeval_s"])
     target: dict[str, Any] = {}
     if "bm25-turns" in systems and "zep: defaults" in systems:
         b, d = systems["bm25-turns"], systems["zep: defaults"]
@@ -183,7 +186,7 @@ def _longmemeval(res: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
                   "all10": d["recall"]["k10"]["all"]["all"], "tokens10": d["recall"]["k10"]["all"]["tokens"],
                   "ssa10": d["recall"]["k10"].get("single-session-assistant", {}).get("all"),
                   "bm25_ku5": b.get("knowledge_update_k5") or {}, "ku5": d.get("knowledge_update_k5") or {},
-                  "long_history": res.get("long_history")}
+                  "long_history": res.get("long_history"), "longmemeval_s": res.get("longmemeval_s")}
     return lines, target
 
 
@@ -461,6 +464,8 @@ def _targets(loc: dict[str, Any] | None, scale: dict[str, Any] | None,
     long = (lme or {}).get("long_history")
     if long:
         rows += _long_targets(long)
+    if (lme or {}).get("longmemeval_s"):
+        rows += [[t, m, "met" if ok else "missed"] for t, m, ok in s_targets(lme["longmemeval_s"])]
     if long_user and long_user.get("sizes"):
         rows += _long_user_target(long_user)
     if chat:

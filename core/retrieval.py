@@ -148,8 +148,9 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
 
     ``fusion="rrf"`` sums ``weight / (rrf_k + rank)`` over the three rankings: by
     cosine, by BM25, and the graph's — the candidates it matches, ranked by hop and then
-    by cosine, so the graph orders a named person's facts by how well they fit the
-    question instead of lifting all of them. ``fusion="weighted"`` is the spec's sum,
+    by how well they fit the question (``graph_fit``: ``words``, the fusion of the first
+    two rankings; ``cosine``, meaning alone), so the graph orders a named person's facts
+    instead of lifting all of them. ``fusion="weighted"`` is the spec's sum,
     ``w_s * sm + w_g * gm + w_l * bm25 / max(bm25)``.
 
     Args:
@@ -187,7 +188,14 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
         c = scoring.rrf_k
         by_sem = _ranks({i: sem[i] for i in keep if sem.get(i, 0.0) >= scoring.semantic_threshold}, recency)
         by_lex = _ranks({i: lexical[i] for i in keep if lexical.get(i, 0.0) > 0}, recency)
-        by_graph = _ranks({i: g + sem.get(i, 0.0) / 2 for i, g in graph_hits.items()}, recency)  # hop, then cosine
+        best = (scoring.semantic_weight + scoring.lexical_weight) / (c + 1)  # first by meaning and by words
+        if scoring.graph_fit == "words" and best > 0:  # hop, then the fusion of meaning and words, in [0, 1/2]
+            fit = {i: sum(w / (c + r[i]) for w, r in ((scoring.semantic_weight, by_sem),
+                                                        (scoring.lexical_weight, by_lex)) if i in r) / best / 2
+                   for i in graph_hits}
+        else:  # hop, then cosine
+            fit = {i: sem.get(i, 0.0) / 2 for i in graph_hits}
+        by_graph = _ranks({i: g + fit[i] for i, g in graph_hits.items()}, recency)
         by_time = _ranks({i: sem.get(i, 0.0) for i in keep if i in in_window}, recency) if scoring.time_weight else {}
         for fid in keep:
             w_g = scoring.asker_weight if fid in asker else scoring.graph_weight

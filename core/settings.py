@@ -94,6 +94,11 @@ class ScoringSettings:
         time_weight: weight of the time ranking when the input names a time ("two months
             ago", "last Saturday", "in January"): the candidates that became true then,
             ranked by cosine; 0 switches it off.
+        graph_fit: how the graph ranks the facts of one hop (the asker's own, in a
+            first-person question) among themselves: ``words`` (default), by their fusion of
+            meaning and words, so that the user's turn that says the question's words comes
+            before the ones only on its topic (LongMemEval-S, docs/benchmarks.md); ``cosine``,
+            by meaning alone, as before.
 
     Raises:
         ConfigError: a value is out of range or of the wrong type.
@@ -122,10 +127,13 @@ class ScoringSettings:
     asker_weight: float = 3.0
     lexical_context_weight: float = 1.0
     time_weight: float = 1.0
+    graph_fit: Literal["words", "cosine"] = "words"
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
             raise ConfigError(f"fusion must be 'rrf' or 'weighted', got {self.fusion!r}")
+        if self.graph_fit not in ("words", "cosine"):
+            raise ConfigError(f"graph_fit must be 'words' or 'cosine', got {self.graph_fit!r}")
         if self.graph_mode not in ("boost", "candidates"):
             raise ConfigError(f"graph_mode must be 'boost' or 'candidates', got {self.graph_mode!r}")
         if not all(_is_real(w) and w >= 0 for w in (self.lexical_weight, self.asker_weight,
