@@ -199,7 +199,7 @@ VARIANTS: tuple[Variant, ...] = (
     ablation("graph off", graph_weight=0.0, asker_weight=0.0),
     ablation("graph: every nearby fact a candidate", graph_mode="candidates"),
     ablation("graph: the asker weighted as any entity", asker_weight=0.3),
-    ablation("graph: a hop's facts ranked by meaning alone (graph_fit=cosine)", graph_fit="cosine"),
+    ablation("graph: a hop's facts ranked by meaning and words (graph_fit=words)", graph_fit="words"),
     ablation("newer-first off", newer_first_similarity=1.0),
     ablation("time signal off (a time the question names)", time_weight=0.0),
     ablation("fusion: weighted sum 0.7 cos + 0.3 graph + 0.2 BM25/max", fusion="weighted", lexical_weight=0.2),

@@ -55,8 +55,7 @@ def _context_ranking() -> str:
             f"weights {s.semantic_weight:g} meaning, {s.lexical_weight:g} words and {s.graph_weight:g} graph "
             f"({s.asker_weight:g} for the asker's own facts\n"
             "in a first-person question); the graph only lifts facts that also match by meaning or\n"
-            "words, and ranks those of one hop by meaning and words. Every number is a\n"
-            "MemoryConfig.scoring field (--config sets your own).")
+            "words. Every number is a MemoryConfig.scoring field (--config sets your own).")
 
 
 _CONTEXT_RANKING = _context_ranking()

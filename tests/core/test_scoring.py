@@ -53,9 +53,9 @@ def test_the_graph_orders_a_persons_facts_by_meaning_and_words():
     scoring = ScoringSettings(semantic_weight=0.7, lexical_weight=1.0, graph_weight=0.3, asker_weight=3.0)
     semantic = {"topical": 0.6, "says_it": 0.4, **{f"near{n}": 0.5 + n / 100 for n in range(4)}}
     graph = dict.fromkeys(semantic, 1.0)  # all the asker's: one hop
-    by_words = score_candidates(semantic, graph, scoring, lexical={"says_it": 9.0}, asker=set(graph))
-    by_meaning = score_candidates(semantic, graph, ScoringSettings(**{**scoring, "graph_fit": "cosine"}),
-                                  lexical={"says_it": 9.0}, asker=set(graph))
+    by_words = score_candidates(semantic, graph, ScoringSettings(**{**scoring, "graph_fit": "words"}),
+                                lexical={"says_it": 9.0}, asker=set(graph))
+    by_meaning = score_candidates(semantic, graph, scoring, lexical={"says_it": 9.0}, asker=set(graph))
     assert ids(by_words)[0] == "says_it"
     assert ids(by_meaning)[0] == "topical"  # the asker's ranking by cosine alone outweighs the words
 
