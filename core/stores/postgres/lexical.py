@@ -90,13 +90,6 @@ class PgLexicalRows(PgConnection):
                            "DO UPDATE SET docs = lexical_stats.docs + excluded.docs, "
                            "tokens = lexical_stats.tokens + excluded.tokens", [tenant, len(docs), tokens])
 
-    def _lexical_docs(self, tenant: Tenant, rowids: Sequence[int]) -> dict[int, tuple[int, str | None, str | None,
-                                                                                   list[str], int]]:
-        """The lexical rows of a tenant's facts: ``{doc: (live, valid_from, valid_until, terms, length)}``."""
-        rows = self._rows_in(tenant, "SELECT doc, live, valid_from, valid_until, terms, length FROM lexical_docs "
-                                     "WHERE user_id = %s AND doc = ANY(%s)", list(rowids), [tenant])
-        return {r[0]: (r[1], r[2], r[3], r[4].split(" ") if r[4] else [], r[5]) for r in rows}
-
     def _unindex(self, tenant: Tenant, ids: Sequence[str]) -> None:
         """Take stored facts of a tenant out of their lexical index (before they are replaced)."""
         rowids = [r[0] for r in self._rows_in(tenant, "SELECT rowid FROM facts WHERE user_id = %s AND id = ANY(%s)",

@@ -8,7 +8,6 @@ from typing import Any
 from ...tenant import Tenant
 from ..schema import FACT_COLUMNS, RankingRow, fact_row
 from .connection import PgConnection
-from .facts import vector_of
 from .schema import CURRENT as _CURRENT
 
 _COLUMNS = f"{FACT_COLUMNS}, rowid, embedding"
@@ -28,7 +27,7 @@ class PgSearchRows(PgConnection):
             seen = {r[_WIDTH] for r in rows}
             rows += self._rows_in(tenant, f"SELECT {_COLUMNS} FROM facts WHERE user_id = %s AND rowid = ANY(%s)",
                                   [r for r in rowids if r not in seen], [tenant])
-        return [RankingRow(fact_row(r), r[_WIDTH], vector_of(r[_WIDTH + 1])) for r in rows]
+        return [RankingRow(fact_row(r), r[_WIDTH], self.dialect.vector_of(r[_WIDTH + 1])) for r in rows]
 
     def neighbours(self, tenant: Tenant, entity_ids: Sequence[str], *, as_of: str | None = None,
                    limit: int = 200) -> set[str]:
