@@ -170,10 +170,9 @@ class FactRow(NamedTuple):
 
 
 class RankingRow(NamedTuple):
-    """A fact row with its rowid and its vector (a read-only float32 array over the stored blob): what ranking reads."""
+    """A fact row with its vector (a float32 array, read-only over a stored blob): what ranking reads."""
 
     fact: FactRow
-    rowid: int
     vector: np.ndarray
 
 

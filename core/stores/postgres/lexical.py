@@ -111,11 +111,11 @@ class PgLexicalRows(PgConnection):
         self._many(tenant, "UPDATE lexical_postings SET live = %s WHERE user_id = %s AND live = %s AND doc = %s",
                    [(new[0], tenant, old[0], doc) for doc, (old, new) in changed.items() if old[0] != new[0]])
 
-    def lexical_ranking(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
-                        context_weight: float = 1.0) -> list[tuple[int, float]]:
-        """The tenant's best ``limit`` current (or as-of) facts by the words of ``text``: ``(rowid, BM25)``, best first.
+    def _ranked_docs(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
+                     context_weight: float = 1.0) -> list[tuple[int, float]]:
+        """The tenant's best ``limit`` current (or as-of) lexical rows by the words of ``text``: ``(doc, BM25)``.
 
-        As the SQLite store's (:meth:`~zep_core.stores.recordstore.search.SearchRows.lexical_ranking`):
+        As the SQLite store's (:meth:`~zep_core.stores.recordstore.search.SearchRows._ranked_docs`):
         the words taken literally, FTS5's terms, the tenant's own statistics, a term in more than
         half of the tenant's rows (and at least :data:`~zep_core.stores.fts.COMMON_MIN_ROWS`) not
         looked up, equal scores to the older row.
@@ -144,14 +144,6 @@ class PgLexicalRows(PgConnection):
             params[f"t{i}"], params[f"i{i}"] = term, weight
         rows = self._rows(tenant, _ranking_sql(len(weighed), as_of=as_of is not None, context=context), params)
         return [(doc, float(score)) for doc, score in rows]
-
-    def lexical_search(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
-                       context_weight: float = 1.0) -> dict[str, float]:
-        """:meth:`lexical_ranking` by fact id: BM25 scores (higher is better), best first."""
-        ranked = self.lexical_ranking(tenant, text, limit=limit, as_of=as_of, context_weight=context_weight)
-        ids = dict(self._rows_in(tenant, "SELECT rowid, id FROM facts WHERE user_id = %s AND rowid = ANY(%s)",
-                                 [r for r, _ in ranked], [tenant]))
-        return {ids[rowid]: score for rowid, score in ranked if rowid in ids}
 
     def rebuild_lexical(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Rebuild the lexical index from the facts (call inside :meth:`transaction`); returns its rows."""

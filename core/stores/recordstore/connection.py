@@ -37,12 +37,6 @@ _WAL_BACKSTOP_PAGES = 16_000
 #: ... and the log file is cut back to this size when it restarts after a checkpoint (SQLite
 #: reuses the file and never shrinks it): about what SQLite's own checkpoints leave.
 _WAL_KEEP_BYTES = 4 << 20
-#: A user's facts by the rowids their lexical rows hold (``?`` = user id, then ``{ids}``): each
-#: fact is reached from the user's own ``lexical_docs`` row, and must be that user's.
-_BY_LEXICAL_ROW = ("SELECT {columns} FROM facts WHERE rowid IN (SELECT doc FROM lexical_docs WHERE user_id = ?1 "
-                   "AND doc IN ({{ids}})) AND +user_id = ?1")  # +: by rowid, not a walk of the user's facts
-
-
 #: Indexes of older folders that keys led by ``user_id`` replaced (:data:`~zep_core.stores.schema.SCHEMA`).
 _RETIRED_INDEXES = "DROP INDEX IF EXISTS messages_user; DROP INDEX IF EXISTS aliases_entity;"
 

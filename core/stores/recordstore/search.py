@@ -1,126 +1,27 @@
-"""What retrieval reads: the lexical ranking, candidate rows, graph hops and the history's vectors."""
+"""SQLite's own part of what retrieval reads: the lexical ranking by its rows, the history's vectors, the checks.
+
+The rest is written once for both SQL stores (:mod:`..sql.search`).
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ...errors import RecordStoreError
 from ...tenant import Tenant, key
 from .. import fts
-from ..schema import FACT_COLUMNS, FactRow, RankingRow, fact_row
-from .connection import (
-    _BY_LEXICAL_ROW,
-    _MAX_STEMS,
-    Connection,
-)
+from ..schema import FactRow
+from ..sql.search import SqlSearchRows
+from .connection import _MAX_STEMS, Connection
 
 _ROWID = len(FactRow._fields)  # the rowid follows the fact's columns, then the vector
 
 
-class SearchRows(Connection):
-    """What retrieval reads: the lexical ranking, candidate rows, graph hops and the history's vectors."""
-
-    def ranking_rows(self, tenant: Tenant, ids: Sequence[str] = (), *,
-                     rowids: Sequence[int] = ()) -> list[RankingRow]:
-        """Some facts of one user, by id or by rowid, as plain values: what ranking needs, and the fact itself.
-
-        Rows are the :data:`~zep_core.stores.schema.FACT_COLUMNS`, then the rowid, then the
-        vector (a read-only float32 array over the stored blob); times are the stored ISO
-        strings (their order is time order), so validity is compared without building a
-        record, and :func:`~zep_core.stores.schema.fact_from_row` builds only the facts
-        that make the cut. Each fact is found by its key: ``(user_id, id)``, or by rowid
-        through the user's own lexical rows (``rowids`` are what :meth:`lexical_ranking` gave).
-        """
-        user_id = key(tenant)
-        columns = f"{FACT_COLUMNS}, rowid, embedding"
-        rows = self._rows_in(f"SELECT {columns} FROM facts INDEXED BY facts_key WHERE user_id = ? AND id IN ({{ids}})",
-                             ids, [user_id]) if ids else []
-        if rowids:
-            seen = {r[_ROWID] for r in rows}
-            rows += self._rows_in(_BY_LEXICAL_ROW.format(columns=columns), [r for r in rowids if r not in seen],
-                                  [user_id])
-        return [RankingRow(fact_row(r), r[_ROWID], np.frombuffer(r[_ROWID + 1], dtype=np.float32)) for r in rows]
-
-    def neighbours(self, tenant: Tenant, entity_ids: Sequence[str], *, as_of: str | None = None,
-                   limit: int = 200) -> set[str]:
-        """Entities one hop from ``entity_ids`` over the user's current (or as-of) facts.
-
-        The adjacency the graph index holds (an edge per fact with an object entity),
-        read from the record store's own indexes: one indexed lookup instead of a query
-        to the graph process, and never behind the last write. Current edges come from
-        the partial indexes ``facts_out`` / ``facts_in`` alone (no fact row is read: the
-        asker of a first-person question may have a thousand facts); as-of edges from
-        ``(user_id, subject_id)`` and ``(user_id, object_id)``.
-        """
-        user_id = key(tenant)
-        if not entity_ids:
-            return set()
-        marks = ",".join("?" * len(entity_ids))
-        if as_of is None:  # the current edges, both ways, from the partial indexes alone
-            when, times = "valid_until IS NULL AND superseded_by IS NULL AND object_id IS NOT NULL", []
-            out, back = "INDEXED BY facts_out", "INDEXED BY facts_in"
-        else:
-            when, times = "valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)", [as_of, as_of]
-            out = back = ""
-        sql = (f"SELECT object_id FROM facts {out} WHERE user_id = ? AND subject_id IN ({marks}) "
-               f"AND object_id IS NOT NULL AND object_id NOT IN ({marks}) AND {when} "
-               f"UNION SELECT subject_id FROM facts {back} WHERE user_id = ? AND object_id IN ({marks}) "
-               f"AND subject_id NOT IN ({marks}) AND {when} LIMIT ?")
-        ids = list(entity_ids)
-        rows = self._rows(sql, [user_id, *ids, *ids, *times, user_id, *ids, *ids, *times, limit])
-        return {r[0] for r in rows}
-
-    def facts_touching(self, tenant: Tenant, entity_ids: Sequence[str], *, as_of: str | None = None,
-                       among: Iterable[str] | None = None, limit: int = 20_000) -> list[str]:
-        """Ids of current (or as-of) facts whose subject or object is in ``entity_ids``.
-
-        ``among`` restricts the answer to those fact ids (the graph then only ranks facts
-        found otherwise). ``limit`` bounds the scan; the order is not by age.
-        """
-        user_id = key(tenant)
-        if not entity_ids:
-            return []
-        marks = ",".join("?" * len(entity_ids))
-        if as_of is None:
-            when = "valid_until IS NULL AND superseded_by IS NULL"
-            params: list[Any] = []
-        else:
-            when = "valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)"
-            params = [as_of, as_of]
-        if among is not None:
-            ids = list(dict.fromkeys(among))
-            if not ids:
-                return []
-            rows = self._rows_in(
-                f"SELECT id FROM facts INDEXED BY facts_key WHERE user_id = ? AND {when} AND (subject_id IN ({marks}) "
-                f"OR object_id IN ({marks})) AND id IN ({{ids}})", ids, [user_id, *params, *entity_ids, *entity_ids])
-            return [r[0] for r in rows]
-        sql = (f"SELECT id FROM facts WHERE user_id = ? AND subject_id IN ({marks}) AND {when} "
-               f"UNION SELECT id FROM facts WHERE user_id = ? AND object_id IN ({marks}) AND {when} LIMIT ?")
-        rows = self._rows(sql, [user_id, *entity_ids, *params, user_id, *entity_ids, *params, limit])
-        return [r[0] for r in rows]
-
-    def graph_rows(self, tenant: Tenant) -> tuple[list[tuple], list[tuple]]:
-        """One user's graph as SQLite holds it: entity rows and relationship rows, nothing of anyone else.
-
-        Entities are ``(id, user_id, name, entity_type)``; relationships are
-        ``(subject_id, object_id, fact_id, user_id, predicate, valid_from, valid_until, current)``
-        for the facts with an object entity, both ends the user's own — what
-        :class:`~zep_core.sync.IndexSync` writes to the graph index.
-        """
-        user_id = key(tenant)
-        entities = self._rows("SELECT id, user_id, name, entity_type FROM entities WHERE user_id = ?", [user_id])
-        facts = self._rows(
-            "SELECT f.subject_id, f.object_id, f.id, f.user_id, f.predicate, f.valid_from, f.valid_until, "
-            "f.valid_until IS NULL AND f.superseded_by IS NULL FROM facts f "
-            "JOIN entities s INDEXED BY entities_key ON s.user_id = f.user_id AND s.id = f.subject_id "
-            "JOIN entities o INDEXED BY entities_key ON o.user_id = f.user_id AND o.id = f.object_id "
-            "WHERE f.user_id = ?", [user_id])
-        return entities, facts
+class SearchRows(SqlSearchRows, Connection):
+    """SQLite's own part of what retrieval reads: its lexical ranking, the history's exact search, lexical checks."""
 
     def history_search(self, tenant: Tenant, vector: np.ndarray, k: int, as_of: str) -> list[tuple[str, float]]:
         """The ``k`` superseded facts of a user valid at ``as_of`` nearest to ``vector``: ``(id, cosine)``, best first.
@@ -145,9 +46,9 @@ class SearchRows(Connection):
         order = [i for i in np.argsort(-np.where(finite, scores, -np.inf), kind="stable")[:k] if finite[i]]
         return [(rows[i][0], float(scores[i])) for i in order]
 
-    def lexical_ranking(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
-                        context_weight: float = 1.0) -> list[tuple[int, float]]:
-        """The user's best ``limit`` current (or as-of) facts by the words of ``text``: ``(rowid, BM25)``, best first.
+    def _ranked_docs(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
+                     context_weight: float = 1.0) -> list[tuple[int, float]]:
+        """The user's best ``limit`` current (or as-of) lexical rows by the words of ``text``: ``(doc, BM25)``.
 
         The words are taken literally (:func:`~zep_core.stores.fts.query_terms`: words, never
         syntax), made into terms by FTS5's tokenizer, and looked up under the user's key
@@ -194,14 +95,6 @@ class SearchRows(Connection):
     def _terms_of(self, words: Sequence[str]) -> list[str | None]:
         """Each word's FTS5 term (:func:`~zep_core.stores.fts.word_terms`, on this connection; call under the lock)."""
         return fts.word_terms(self.db.conn, words, self._stems)
-
-    def lexical_search(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
-                       context_weight: float = 1.0) -> dict[str, float]:
-        """:meth:`lexical_ranking` by fact id: BM25 scores (higher is better), best first."""
-        user_id = key(tenant)
-        ranked = self.lexical_ranking(user_id, text, limit=limit, as_of=as_of, context_weight=context_weight)
-        ids = dict(self._rows_in(_BY_LEXICAL_ROW.format(columns="rowid, id"), [r for r, _ in ranked], [user_id]))
-        return {ids[rowid]: score for rowid, score in ranked if rowid in ids}
 
     def _legacy_lexical_tables(self) -> set[str]:
         """The FTS5 tables, one per user, of folders before schema version 6."""
