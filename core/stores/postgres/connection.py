@@ -411,22 +411,7 @@ class PgConnection(SqlBase):
     def _select_in(self, scope: Scope, sql: str, ids: Sequence[Any], before: Sequence[Any] = ()) -> list[tuple]:
         return self._rows_in(scope, POSTGRES.sql(sql), ids, before)
 
-    # -- the store's own settings -------------------------------------------------------------
-
-    def get_meta(self, key: str) -> str | None:
-        """Read one metadata value (the embedder's identity…)."""
-        rows = self._rows(STORE, "SELECT value FROM meta WHERE key = %s", [key])
-        return rows[0][0] if rows else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        """Write one metadata value."""
-        self._exec(STORE, "INSERT INTO meta(key, value) VALUES (%s, %s) "
-                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value])
-
-    def table_counts(self) -> dict[str, int]:
-        """Row counts of the main tables."""
-        return {t: self._rows(STORE, f"SELECT count(*) FROM {t}")[0][0]
-                for t in ("episodes", "messages", "facts", "entities", "outbox", "session_messages")}
+    # -- the end ------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the connection (committed work is the server's)."""

@@ -257,20 +257,6 @@ class Connection(SqlBase):
             except sqlite3.Error as exc:
                 raise self._failed(f"SQLite checkpoint failed in {self.path}: {exc}") from exc
 
-    def get_meta(self, key: str) -> str | None:
-        """Read one metadata value (schema version, embedder identity…)."""
-        rows = self._rows("SELECT value FROM meta WHERE key = ?", [key])
-        return rows[0][0] if rows else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        """Write one metadata value."""
-        self._exec("INSERT INTO meta(key, value) VALUES (?, ?) "
-                   "ON CONFLICT(key) DO UPDATE SET value = excluded.value", [key, value])
-
-    def table_counts(self) -> dict[str, int]:
-        """Row counts of the main tables."""
-        return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0]
-                for t in ("episodes", "messages", "facts", "entities", "outbox", "session_messages")}
 
 
 def _lacks_column(conn: sqlite3.Connection, table: str, column: str) -> bool:

@@ -26,6 +26,14 @@ class FactRows(SqlFactRows, Connection):
     def _user_deleted(self, tenant: Tenant) -> None:
         self._forget_hits(tenant)
 
+    def _lexical_changed(self, tenant: Tenant | None) -> None:
+        self._forget_hits(tenant)
+
+    def _legacy_lexical_tables(self) -> set[str]:
+        """The FTS5 tables, one per user, of folders before schema version 6."""
+        return {r[0] for r in self._rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
+                                         "AND sql LIKE 'CREATE VIRTUAL TABLE%'", [fts.TABLE_PREFIX + "%"])}
+
     def _index_lexical(self, user: str, ids: Sequence[str] | None) -> None:
         """Add the user's facts with these ids (None: all of them) to the lexical tables (inside a transaction).
 
@@ -52,29 +60,3 @@ class FactRows(SqlFactRows, Connection):
     def _clear_scratch(self) -> None:
         for statement in fts.CLEAR_SQL:
             self._exec(statement)
-
-    def _unindex(self, user: Tenant, ids: Sequence[str]) -> None:
-        """Take stored facts of a user out of their lexical index (before they are replaced)."""
-        rowids = [r[0] for r in self._rows_in("SELECT rowid FROM facts INDEXED BY facts_key WHERE user_id = ? "
-                                              "AND id IN ({ids})", ids, [user])]
-        docs = self._lexical_docs(user, rowids) if rowids else {}
-        if docs:
-            self._forget_hits(user)
-            self._many("DELETE FROM lexical_postings WHERE user_id = ? AND term = ? AND live = ? AND doc = ?",
-                       [(user, term, live, doc) for doc, (live, _, _, terms, _) in docs.items() for term in terms])
-            self._many("DELETE FROM lexical_docs WHERE user_id = ? AND doc = ?", [(user, doc) for doc in docs])
-            self._exec("UPDATE lexical_stats SET docs = docs - ?, tokens = tokens - ? WHERE user_id = ?",
-                       [len(docs), sum(d[4] for d in docs.values()), user])
-
-    def _revalidate(self, user: Tenant, wanted: dict[int, tuple[int, str | None, str | None]]) -> None:
-        """Give lexical rows their fact's new validity ``{doc: (live, valid_from, valid_until)}`` (where it changed).
-
-        A reinforced fact's validity did not change: only the rows whose did are written.
-        """
-        changed = {doc: (old, wanted[doc]) for doc, old in self._lexical_docs(user, list(wanted)).items()
-                   if old[:3] != wanted[doc]}
-        self._many("UPDATE lexical_docs SET live = ?, valid_from = ?, valid_until = ? WHERE user_id = ? AND doc = ?",
-                   [(*new, user, doc) for doc, (_, new) in changed.items()])
-        self._many("UPDATE lexical_postings SET live = ? WHERE user_id = ? AND term = ? AND live = ? AND doc = ?",
-                   [(new[0], user, term, old[0], doc) for doc, (old, new) in changed.items() if old[0] != new[0]
-                    for term in old[3]])

@@ -6,7 +6,7 @@ The rest is written once for both SQL stores (:mod:`..sql.search`).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -95,68 +95,3 @@ class SearchRows(SqlSearchRows, Connection):
     def _terms_of(self, words: Sequence[str]) -> list[str | None]:
         """Each word's FTS5 term (:func:`~zep_core.stores.fts.word_terms`, on this connection; call under the lock)."""
         return fts.word_terms(self.db.conn, words, self._stems)
-
-    def _legacy_lexical_tables(self) -> set[str]:
-        """The FTS5 tables, one per user, of folders before schema version 6."""
-        return {r[0] for r in self._rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
-                                         "AND sql LIKE 'CREATE VIRTUAL TABLE%'", [fts.TABLE_PREFIX + "%"])}
-
-    def rebuild_lexical(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Rebuild the lexical index from the facts (call inside :meth:`transaction`); returns its rows.
-
-        Folders from before schema version 6 lose their per-user FTS5 tables here.
-        ``progress(users done, users)`` is called as it goes.
-        """
-        for table in self._legacy_lexical_tables():
-            self._exec(f"DROP TABLE {table}")
-        for table in ("lexical_postings", "lexical_docs", "lexical_stats"):
-            self._exec(f"DELETE FROM {table}")
-        self._forget_hits()
-        users = [r[0] for r in self._rows("SELECT DISTINCT user_id FROM facts")]
-        for n, user in enumerate(users, 1):
-            self._index_lexical(user, None)
-            if progress is not None:
-                progress(n, len(users))
-        return self._rows("SELECT count(*) FROM lexical_docs")[0][0]
-
-    def lexical_problems(self, tenant: Tenant | None = None) -> dict[str, list[str]]:
-        """What is wrong with the lexical index.
-
-        Facts missing from it, rows whose validity differs from their fact's, rows with no
-        fact, postings that disagree with their row, totals that differ from the rows', and
-        rows of no user.
-        """
-        user_id = None if tenant is None else key(tenant)
-        users = [user_id] if user_id is not None else [r[0] for r in self._rows("SELECT DISTINCT user_id FROM facts")]
-        live = "(f.valid_until IS NULL AND f.superseded_by IS NULL)"
-        found: dict[str, list[str]] = {"lexical_missing": [], "lexical_validity_differs": [], "lexical_orphans": [],
-                                       "lexical_postings_differ": [], "lexical_totals_differ": []}
-        for user in users:
-            found["lexical_missing"] += [r[0] for r in self._rows(
-                "SELECT id FROM facts f WHERE user_id = ? AND NOT EXISTS "
-                "(SELECT 1 FROM lexical_docs ld WHERE ld.user_id = f.user_id AND ld.doc = f.rowid)", [user])]
-            found["lexical_validity_differs"] += [r[0] for r in self._rows(
-                f"SELECT f.id FROM facts f JOIN lexical_docs ld ON ld.user_id = f.user_id AND ld.doc = f.rowid "
-                f"WHERE f.user_id = ? AND (ld.live IS NOT {live} OR ld.valid_from IS NOT f.valid_from "
-                "OR ld.valid_until IS NOT f.valid_until)", [user])]
-            found["lexical_orphans"] += [f"{user}: rowid {r[0]}" for r in self._rows(
-                "SELECT ld.doc FROM lexical_docs ld WHERE ld.user_id = ? AND NOT EXISTS "
-                "(SELECT 1 FROM facts f WHERE f.rowid = ld.doc AND f.user_id = ld.user_id)", [user])]
-            found["lexical_postings_differ"] += [f"{user}: rowid {r[0]}" for r in self._rows(
-                "SELECT DISTINCT lp.doc FROM lexical_postings lp WHERE lp.user_id = ? AND NOT EXISTS "
-                "(SELECT 1 FROM lexical_docs ld WHERE ld.user_id = lp.user_id AND ld.doc = lp.doc "
-                "AND ld.live = lp.live AND ld.length = lp.length "
-                "AND instr(' ' || ld.terms || ' ', ' ' || lp.term || ' '))", [user])]
-            totals = self._rows("SELECT (SELECT count(*) FROM lexical_docs WHERE user_id = ?1), "
-                                "(SELECT coalesce(sum(length), 0) FROM lexical_docs WHERE user_id = ?1), "
-                                "(SELECT docs FROM lexical_stats WHERE user_id = ?1), "
-                                "(SELECT tokens FROM lexical_stats WHERE user_id = ?1)", [user])[0]
-            if totals[0] and (totals[0], totals[1]) != (totals[2], totals[3]):
-                found["lexical_totals_differ"].append(f"{user}: {totals[0]} rows of {totals[1]} tokens, totals say "
-                                                      f"{totals[2]} of {totals[3]}")
-        if user_id is None:
-            known = set(users)
-            found["lexical_index_of_no_user"] = sorted(
-                {r[0] for r in self._rows("SELECT DISTINCT user_id FROM lexical_docs")} - known
-                | {f"table {t}" for t in self._legacy_lexical_tables()})
-        return {k: v for k, v in found.items() if v}

@@ -84,6 +84,14 @@ class Dialect:
         """A condition read as 0 or 1."""
         return condition
 
+    def differs(self, a: str, b: str) -> str:
+        """``a`` and ``b`` differ, NULL being a value like any other."""
+        return f"{a} IS NOT {b}"
+
+    def contains(self, text: str, part: str) -> str:
+        """``part`` is found in ``text``."""
+        return f"instr({text}, {part}) > 0"
+
 
 class PostgresDialect(Dialect):
     """PostgreSQL's: ``%s`` placeholders, arrays for lists, pgvector's vectors, no index hints."""
@@ -127,6 +135,14 @@ class PostgresDialect(Dialect):
         """A condition cast to an integer."""
         return f"({condition})::int"
 
+    def differs(self, a: str, b: str) -> str:
+        """``IS DISTINCT FROM``."""
+        return f"{a} IS DISTINCT FROM {b}"
+
+    def contains(self, text: str, part: str) -> str:
+        """``strpos``."""
+        return f"strpos({text}, {part}) > 0"
+
 
 _HINT = re.compile(r"\s+INDEXED BY \w+")
 _UNARY_PLUS = re.compile(r"(?<=[\s(])\+(?=[a-z_])")
@@ -163,6 +179,22 @@ class SqlBase:
     def _select_in(self, scope: Scope, sql: str, ids: Sequence[Any], before: Sequence[Any] = ()) -> list[tuple]:
         """The rows of ``sql`` for every chunk of ``ids`` (its ``IN ({ids})``, after the ``before`` parameters)."""
         raise NotImplementedError
+
+
+    def get_meta(self, key: str) -> str | None:
+        """Read one metadata value (schema version, embedder identity…)."""
+        rows = self._select(STORE, "SELECT value FROM meta WHERE key = ?", [key])
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write one metadata value."""
+        self._change(STORE, "INSERT INTO meta(key, value) VALUES (?, ?) "
+                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value])
+
+    def table_counts(self) -> dict[str, int]:
+        """Row counts of the main tables."""
+        return {t: int(self._select(STORE, f"SELECT count(*) FROM {t}")[0][0])
+                for t in ("episodes", "messages", "facts", "entities", "outbox", "session_messages")}
 
 
 def by_user(rows: Iterable[Any], user_of: Any) -> dict[Tenant, list[Any]]:

@@ -1,9 +1,7 @@
 """Fact rows, written once for both SQL stores: written and updated with their lexical rows, the update rules' reads.
 
-A store keeps its own lexical index: ``_unindex(tenant, ids)`` takes facts out of it before
-they are replaced, ``_index_lexical(tenant, ids)`` adds them, ``_revalidate(tenant, {doc: (live,
-valid_from, valid_until)})`` gives their rows a new validity; and it says what follows a change
-of facts (:meth:`SqlFactRows._facts_changed`).
+The lexical rows go and change with them (:mod:`.lexical`); a store adds a fact's own
+(``_index_lexical``) and says what follows a change of facts (:meth:`SqlFactRows._facts_changed`).
 """
 
 from __future__ import annotations
@@ -19,7 +17,8 @@ from ...models import Fact
 from ...names import STATEMENT, normalize_name
 from ...tenant import Tenant, key
 from ..schema import FACT_COLUMNS, StoredFact, fact_from_row, fact_row, iso, parse_time
-from .dialect import STORE, SqlBase, by_user, chunks, storage_order
+from .dialect import STORE, by_user, chunks, storage_order
+from .lexical import SqlLexicalRows
 
 #: Fact columns, then the rowid: rows sorted by :func:`~.dialect.storage_order` come in one order whatever the plan.
 ORDERED_FACTS = f"{FACT_COLUMNS}, rowid"
@@ -29,7 +28,7 @@ CURRENT = "valid_until IS NULL AND superseded_by IS NULL"
 CHUNK = 500
 
 
-class SqlFactRows(SqlBase):
+class SqlFactRows(SqlLexicalRows):
     """Fact rows: written and updated with their lexical rows, and the reads of the update rules."""
 
     def _facts_changed(self, tenant: Tenant, ids: Sequence[str], *, written: bool) -> None:
@@ -80,13 +79,6 @@ class SqlFactRows(SqlBase):
             if wanted:
                 self._revalidate(tenant, wanted)
             self._facts_changed(tenant, [f.id for f in mine], written=False)
-
-    def _lexical_docs(self, tenant: Tenant, rowids: Sequence[int]) -> dict[int, tuple[int, str | None, str | None,
-                                                                                   list[str], int]]:
-        """The lexical rows of a tenant's facts: ``{doc: (live, valid_from, valid_until, terms, length)}``."""
-        rows = self._select_in(tenant, "SELECT doc, live, valid_from, valid_until, terms, length FROM lexical_docs "
-                                       "WHERE user_id = ? AND doc IN ({ids})", list(rowids), [key(tenant)])
-        return {r[0]: (r[1], r[2], r[3], r[4].split(" ") if r[4] else [], r[5]) for r in rows}
 
     def get_facts(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, Fact]:
         """Facts by id, for one user only."""
