@@ -17,27 +17,17 @@ from zep_core.models import Entity, Episode, Fact, Message
 from zep_core.stores.records import RecordStore, StoredFact, iso
 from zep_core.tenant import Tenant
 
+from tests.backends import BACKENDS, OPENERS
+
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
 ANN, BOB = Tenant.of("ann"), Tenant.of("bob")
 
 
-def _sqlite(request, tmp_path):
-    return RecordStore(tmp_path / "zep.db")
-
-
-def _postgres(request, tmp_path):
-    from zep_core.stores.postgres import PgRecordStore
-
-    return PgRecordStore(request.getfixturevalue("pg_url"))
-
-
-#: Each implementation and the jobs of the record store it does. The PostgreSQL store is being
-#: built job by job (issue 34): a test runs on every implementation that does all the jobs it
-#: names (:func:`jobs`), and :func:`test_postgres_does_the_jobs_it_claims` keeps the claim honest.
-IMPLEMENTATIONS = {
-    "sqlite": (_sqlite, {"episodes", "sessions", "facts", "lexical", "entities", "outbox"}),
-    "postgres": (_postgres, {"episodes", "sessions", "facts", "lexical", "entities", "outbox"}),
-}
+#: Each implementation and the jobs of the record store it does: every backend of :data:`tests.backends.BACKENDS`
+#: does them all. A test runs on every implementation that does all the jobs it names (:func:`jobs`), and
+#: :func:`test_postgres_does_the_jobs_it_claims` keeps the claim honest.
+ALL_JOBS = frozenset({"episodes", "sessions", "facts", "lexical", "entities", "outbox"})
+IMPLEMENTATIONS = {name: (OPENERS[name], ALL_JOBS) for name in BACKENDS}
 
 
 def jobs(*names):
