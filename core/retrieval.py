@@ -46,7 +46,7 @@ from .render import render_context_block
 from .resolve import asks_what_the_assistant_said, input_aliases, mentions_first_person, mentions_second_person
 from .stores.base import GraphIndex, VectorIndex
 from .stores.record_protocols import RetrievalRecords
-from .stores.schema import RankingRow, fact_from_row, iso
+from .stores.rows import RankingRow, fact_from_row, iso
 from .temporal import normalize_name
 from .tenant import Tenant
 from .validation import check_limit, check_text

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from ..models import Entity, Episode, Fact, Message
     from ..tenant import Tenant
-    from .schema import RankingRow, StoredFact
+    from .rows import RankingRow, StoredFact
 
 __all__ = ["GraphRecords", "IngestRecords", "MaintenanceRecords", "RetrievalRecords", "SessionRecords",
            "SyncRecords", "TransferRecords", "VectorTierRecords"]

@@ -21,7 +21,8 @@ from __future__ import annotations
 from .recordstore.connection import Connection
 from .recordstore.facts import FactRows
 from .recordstore.search import SearchRows
-from .schema import SCHEMA_VERSION, StoredFact, iso
+from .rows import StoredFact, iso
+from .schema import SCHEMA_VERSION
 from .sql.entities import SqlEntityRows
 from .sql.outbox import SqlOutboxRows
 from .sql.users import SqlUserRows

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from zep_core import Message
 from zep_core.models import Fact
-from zep_core.stores.schema import StoredFact
+from zep_core.stores.rows import StoredFact
 from zep_core.tenant import Tenant
 
 from tests.backends import BACKENDS

@@ -13,7 +13,7 @@ import numpy as np
 from ...errors import RecordStoreError
 from ...tenant import Tenant, key
 from .. import fts
-from ..schema import FactRow
+from ..rows import FactRow
 from ..sql.search import SqlSearchRows
 from .connection import _MAX_STEMS, Connection
 

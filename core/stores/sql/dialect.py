@@ -21,7 +21,7 @@ import numpy as np
 
 from ...models import Message
 from ...tenant import Tenant, key
-from ..schema import blob, fact_row, parse_time
+from ..rows import blob, fact_row, parse_time
 
 __all__ = ["POSTGRES", "SQLITE", "STORE", "Dialect", "Scope", "SqlBase", "by_user", "extra_text",
            "session_message", "storage_order"]

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...models import Entity
 from ...tenant import Tenant, key
-from ..schema import entity_from_row
+from ..rows import entity_from_row
 from .dialect import STORE, by_user
 from .facts import SqlFactRows
 

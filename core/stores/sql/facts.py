@@ -16,7 +16,7 @@ import numpy as np
 from ...models import Fact
 from ...names import STATEMENT, normalize_name
 from ...tenant import Tenant, key
-from ..schema import FACT_COLUMNS, StoredFact, fact_from_row, fact_row, iso, parse_time
+from ..rows import FACT_COLUMNS, StoredFact, fact_from_row, fact_row, iso, parse_time
 from .dialect import STORE, by_user, chunks, storage_order
 from .lexical import SqlLexicalRows
 

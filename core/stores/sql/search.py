@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ...tenant import Tenant, key
-from ..schema import FACT_COLUMNS, RankingRow, fact_row
+from ..rows import FACT_COLUMNS, RankingRow, fact_row
 from .dialect import SqlBase
 from .facts import CURRENT
 
@@ -52,9 +52,9 @@ class SqlSearchRows(SqlBase):
     def ranking_rows(self, tenant: Tenant, ids: Sequence[str]) -> list[RankingRow]:
         """Some facts of one user by id, as plain values: what ranking needs, and the fact itself.
 
-        Rows are the :data:`~zep_core.stores.schema.FACT_COLUMNS`, then the vector (a float32
+        Rows are the :data:`~zep_core.stores.rows.FACT_COLUMNS`, then the vector (a float32
         array); times are the stored ISO strings (their order is time order), so validity is
-        compared without building a record, and :func:`~zep_core.stores.schema.fact_from_row`
+        compared without building a record, and :func:`~zep_core.stores.rows.fact_from_row`
         builds only the facts that make the cut. Each fact is found by its key ``(user_id, id)``.
         """
         if not ids:

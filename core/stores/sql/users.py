@@ -9,7 +9,7 @@ from typing import Any
 
 from ...models import Episode, Message
 from ...tenant import Tenant, key
-from ..schema import iso, parse_time
+from ..rows import iso, parse_time
 from .dialect import STORE, SqlBase, extra_text, session_message
 
 #: A tenant's tables, in the order :meth:`SqlUserRows.delete_user` empties them (a store adds its own).
