@@ -1,4 +1,4 @@
-"""One contract for the record store, run against every implementation: SQLite, and PostgreSQL as it grows.
+"""One contract for the record store, run against every implementation: SQLite, PostgreSQL and a double in dicts.
 
 Each test goes through the methods the Protocols of :mod:`zep_core.stores.record_protocols`
 list, on a fresh store, and asserts on what a consumer reads back: episodes and their
@@ -27,7 +27,16 @@ ANN, BOB = Tenant.of("ann"), Tenant.of("bob")
 #: does them all. A test runs on every implementation that does all the jobs it names (:func:`jobs`), and
 #: :func:`test_postgres_does_the_jobs_it_claims` keeps the claim honest.
 ALL_JOBS = frozenset({"episodes", "sessions", "facts", "lexical", "entities", "outbox"})
-IMPLEMENTATIONS = {name: (OPENERS[name], ALL_JOBS) for name in BACKENDS}
+
+
+def _memory(request, tmp_path):
+    from tests.stores.memory_records import MemoryRecordStore
+
+    return MemoryRecordStore()
+
+
+#: ... and the double in dicts (:mod:`tests.stores.memory_records`): the proof that the Protocols are the whole seam.
+IMPLEMENTATIONS = {**{name: (OPENERS[name], ALL_JOBS) for name in BACKENDS}, "memory": (_memory, ALL_JOBS)}
 
 
 def jobs(*names):
