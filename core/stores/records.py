@@ -10,9 +10,10 @@ open if the process died in between).
 One connection, shared by threads under a lock (``check_same_thread=False``), in WAL
 mode with a busy timeout so a second process waits instead of failing.
 
-The store is split by job: users with their episodes and sessions and the outbox are written
-once for both SQL stores (:mod:`zep_core.stores.sql`); the connection, facts, what retrieval
-searches and entities are SQLite's own (:mod:`zep_core.stores.recordstore`). What
+The store is split by job, each written once for both SQL stores (:mod:`zep_core.stores.sql`):
+users with their episodes and sessions, facts, entities, what retrieval reads, the outbox, the
+lexical index's upkeep. SQLite's own (:mod:`zep_core.stores.recordstore`) are its connection
+and how its lexical index makes and ranks terms (FTS5's tokenizer, the BM25 statement). What
 each consumer needs of it is a Protocol (:mod:`zep_core.stores.record_protocols`).
 """
 
