@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...tenant import Tenant
+from ...tenant import Tenant, key
 from .. import fts
 from .connection import PgConnection
 
@@ -90,15 +90,16 @@ class PgLexicalRows(PgConnection):
                            "DO UPDATE SET docs = lexical_stats.docs + excluded.docs, "
                            "tokens = lexical_stats.tokens + excluded.tokens", [tenant, len(docs), tokens])
 
-    def _ranked_docs(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
-                     context_weight: float = 1.0) -> list[tuple[int, float]]:
-        """The tenant's best ``limit`` current (or as-of) lexical rows by the words of ``text``: ``(doc, BM25)``.
+    def lexical_ranking(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
+                        context_weight: float = 1.0) -> list[tuple[str, float]]:
+        """The tenant's best ``limit`` current (or as-of) facts by the words of ``text``: ``(fact id, BM25)``.
 
-        As the SQLite store's (:meth:`~zep_core.stores.recordstore.search.SearchRows._ranked_docs`):
+        As the SQLite store's (:meth:`~zep_core.stores.recordstore.search.SearchRows.lexical_ranking`):
         the words taken literally, FTS5's terms, the tenant's own statistics, a term in more than
         half of the tenant's rows (and at least :data:`~zep_core.stores.fts.COMMON_MIN_ROWS`) not
         looked up, equal scores to the older row.
         """
+        tenant = key(tenant)
         context = context_weight > 0
         words = fts.query_terms(text)
         if not words or limit <= 0:
@@ -121,5 +122,8 @@ class PgLexicalRows(PgConnection):
                                      "at": as_of}
         for i, (term, weight) in enumerate(weighed):
             params[f"t{i}"], params[f"i{i}"] = term, weight
-        rows = self._rows(tenant, _ranking_sql(len(weighed), as_of=as_of is not None, context=context), params)
+        rows = self._rows(tenant, "SELECT f.id, r.score FROM (" + _ranking_sql(len(weighed), as_of=as_of is not None,
+                                                                          context=context)
+                          + ") r JOIN facts f ON f.rowid = r.doc AND f.user_id = %(u)s ORDER BY r.score DESC, r.doc",
+                          params)
         return [(doc, float(score)) for doc, score in rows]

@@ -20,6 +20,12 @@ from .connection import _MAX_STEMS, Connection
 _ROWID = len(FactRow._fields)  # the rowid follows the fact's columns, then the vector
 
 
+#: The ranking's rows as fact ids, in its order: each fact found by its rowid, and the user's (``?1``). The unary
+#: ``+`` has SQLite find the facts by rowid, not walk the user's facts.
+_BY_FACT = ("SELECT f.id, r.score FROM ({ranking}) r JOIN facts f ON f.rowid = r.doc AND +f.user_id = ?1 "
+            "ORDER BY r.score DESC, r.doc")
+
+
 class SearchRows(SqlSearchRows, Connection):
     """SQLite's own part of what retrieval reads: its lexical ranking, the history's exact search, lexical checks."""
 
@@ -46,9 +52,9 @@ class SearchRows(SqlSearchRows, Connection):
         order = [i for i in np.argsort(-np.where(finite, scores, -np.inf), kind="stable")[:k] if finite[i]]
         return [(rows[i][0], float(scores[i])) for i in order]
 
-    def _ranked_docs(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
-                     context_weight: float = 1.0) -> list[tuple[int, float]]:
-        """The user's best ``limit`` current (or as-of) lexical rows by the words of ``text``: ``(doc, BM25)``.
+    def lexical_ranking(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
+                        context_weight: float = 1.0) -> list[tuple[str, float]]:
+        """The user's best ``limit`` current (or as-of) facts by the words of ``text``: ``(fact id, BM25)``, best first.
 
         The words are taken literally (:func:`~zep_core.stores.fts.query_terms`: words, never
         syntax), made into terms by FTS5's tokenizer, and looked up under the user's key
@@ -85,7 +91,7 @@ class SearchRows(SqlSearchRows, Connection):
                            if hits[t] and not (hits[t] >= fts.COMMON_MIN_ROWS and 2 * hits[t] > docs)]
                 if not weighed:
                     return []
-                sql = fts.ranking_sql(len(weighed), as_of=as_of is not None, context=context)
+                sql = _BY_FACT.format(ranking=fts.ranking_sql(len(weighed), as_of=as_of is not None, context=context))
                 rows = self.db.execute(sql, [user_id, tokens / docs, float(context_weight), limit, *at,
                                              *(v for pair in weighed for v in pair)]).fetchall()
             except sqlite3.Error as exc:

@@ -1,8 +1,7 @@
 """What retrieval reads, written once for both SQL stores: candidate rows, graph hops, a tenant's graph, ranking.
 
-A store ranks its own lexical rows (``_ranked_docs(tenant, text, limit=, as_of=, context_weight=)``:
-``(doc, BM25)`` best first, a doc being the fact row's ``rowid`` under the tenant); which fact
-each doc is stays inside the store.
+A store ranks its own lexical rows (``lexical_ranking``: ``(fact id, BM25)`` best first, the
+BM25 statement its own); which fact row each lexical row is stays inside the store.
 """
 
 from __future__ import annotations
@@ -16,33 +15,8 @@ from .facts import CURRENT
 
 _WIDTH = len(FACT_COLUMNS.split(", "))
 _AS_OF = "valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)"
-#: The ids of a tenant's facts by the docs of their lexical rows (``?`` = user id, twice, then ``{ids}``): each
-#: fact is reached from the tenant's own ``lexical_docs`` row, and must be that tenant's. The unary ``+`` has
-#: SQLite find the facts by rowid, not walk the tenant's facts.
-_BY_LEXICAL_ROW = ("SELECT rowid, id FROM facts WHERE +user_id = ? AND rowid IN (SELECT doc FROM lexical_docs "
-                   "WHERE user_id = ? AND doc IN ({ids}))")
-
-
 class SqlSearchRows(SqlBase):
     """What retrieval reads: the lexical ranking, candidate rows, graph hops and a tenant's graph."""
-
-    def lexical_ranking(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
-                        context_weight: float = 1.0) -> list[tuple[str, float]]:
-        """The user's best ``limit`` current (or as-of) facts by the words of ``text``: ``(fact id, BM25)``, best first.
-
-        The words are taken literally (words, never syntax), made into terms by FTS5's
-        tokenizer, and looked up under the user's key only; the BM25 statistics are the
-        user's own, so another tenant's facts change no score. The message before a fact
-        counts ``context_weight`` times the fact's own words (0: not looked up). Equal scores
-        go to the older row. A term in more than half of the user's rows (and at least
-        :data:`~zep_core.stores.fts.COMMON_MIN_ROWS`) is not looked up: it has no BM25 weight.
-        """
-        user_id = key(tenant)
-        ranked = self._ranked_docs(user_id, text, limit=limit, as_of=as_of, context_weight=context_weight)
-        if not ranked:
-            return []
-        ids = dict(self._select_in(user_id, _BY_LEXICAL_ROW, [d for d, _ in ranked], [user_id, user_id]))
-        return [(ids[doc], score) for doc, score in ranked if doc in ids]
 
     def lexical_search(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
                        context_weight: float = 1.0) -> dict[str, float]:
