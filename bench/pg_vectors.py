@@ -55,7 +55,7 @@ def _insert(records: Any, user: str, vectors: np.ndarray, start: int = 0) -> Non
     from datetime import datetime, timezone
 
     from zep_core.models import Fact
-    from zep_core.stores.schema import StoredFact
+    from zep_core.stores.rows import StoredFact
 
     when = datetime(2024, 1, 1, tzinfo=timezone.utc)
     for at in range(0, len(vectors), 2000):

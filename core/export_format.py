@@ -29,7 +29,7 @@ from .errors import ValidationError
 from .ingest import validate_messages
 from .models import EPISODE_STATUSES, Entity, Episode, Fact, Message, to_utc
 from .resolve import entity_id
-from .stores.schema import StoredFact, iso
+from .stores.rows import StoredFact, iso
 from .tenant import Tenant
 from .validation import check_id, check_text
 

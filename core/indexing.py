@@ -25,7 +25,7 @@ from .outbox import FactChange, LeftOut, OpKind, OutboxOp, Quarantined, Row, des
 from .stores import Stores
 from .stores.base import EntityNode, FactEdge
 from .stores.record_protocols import SyncRecords
-from .stores.schema import StoredFact, iso
+from .stores.rows import StoredFact, iso
 from .tenant import Tenant
 
 __all__ = ["IndexApplier", "unusable_vector"]

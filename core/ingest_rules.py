@@ -30,7 +30,7 @@ from .outbox import FactChange, OutboxOp
 from .providers.base import ExtractedCorrection, Extraction
 from .resolve import canonical_predicate, entity_id, is_first_person, speaker_of
 from .stores.record_protocols import IngestRecords
-from .stores.schema import StoredFact, iso
+from .stores.rows import StoredFact, iso
 from .temporal import (
     STATEMENT,
     UpdatePlan,

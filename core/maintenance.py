@@ -32,7 +32,7 @@ from .providers.base import Embedder, Summarizer
 from .stores import Stores
 from .stores.base import RETIRED_VECTOR_KINDS, VECTOR_KINDS
 from .stores.record_protocols import MaintenanceRecords
-from .stores.schema import iso
+from .stores.rows import iso
 from .sync import IndexSync
 from .temporal import STATEMENT, normalize_name
 from .tenant import Tenant

@@ -46,7 +46,7 @@ from .render import render_context_block
 from .resolve import asks_what_the_assistant_said, input_aliases, mentions_first_person, mentions_second_person
 from .stores.base import GraphIndex, VectorIndex
 from .stores.record_protocols import RetrievalRecords
-from .stores.schema import RankingRow, fact_from_row, iso
+from .stores.rows import RankingRow, fact_from_row, iso
 from .temporal import normalize_name
 from .tenant import Tenant
 from .validation import check_limit, check_text
@@ -252,7 +252,6 @@ def newer_first(ranked: Sequence[Scored], vectors: Mapping[str, Any], subjects: 
 
 #: At most this many facts are read to find the graph candidates (then ranked by match).
 _GRAPH_SCAN = 20_000
-#: Columns of :meth:`RecordStore.ranking_rows`: the fact's columns, its rowid and vector.
 
 
 #: The threads queries are embedded in while their words are looked up (created on demand): as many as
@@ -310,7 +309,7 @@ class Retriever:
         nearest = _query_thread().submit(self._nearest, user, f"{voice}: {query.text}" if voice else query.text, k)
         words = (self.records.lexical_ranking(user, query.text, limit=scoring.lexical_candidates, as_of=as_of,
                                               context_weight=scoring.lexical_context_weight)
-                 if scoring.lexical_weight else [])  # (rowid, BM25) of valid facts: their ids come with their rows
+                 if scoring.lexical_weight else [])  # (fact id, BM25) of valid facts
         whole_graph = scoring.graph_mode == "candidates" or scoring.require_both  # else the graph only ranks
         frontiers: list[set[str]] = []
         asker_ids: set[str] = set()
@@ -324,9 +323,9 @@ class Retriever:
         if whole_graph and frontiers:
             ids.update(self.records.facts_touching(user, list(set().union(*frontiers)), as_of=as_of,
                                                    limit=_GRAPH_SCAN))
-        rows = self.records.ranking_rows(user, list(ids), rowids=[r for r, _ in words])
-        by_rowid = {r.rowid: r.fact.id for r in rows}
-        lexical = {by_rowid[r]: score for r, score in words if r in by_rowid}
+        rows = self.records.ranking_rows(user, list(ids | {fid for fid, _ in words}))
+        found = {r.fact.id for r in rows}
+        lexical = {fid: score for fid, score in words if fid in found}
         valid = {r.fact.id: r for r in rows if r.fact.holds(as_of)}  # re-checked: Chroma may be behind SQLite
         graph = self._graph_scores(valid, frontiers, scoring, vector, capped=whole_graph)
         for fid in (set(graph) | set(lexical)) - set(semantic):

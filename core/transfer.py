@@ -49,7 +49,7 @@ from .outbox import OutboxOp
 from .providers.base import Embedder
 from .serialize import entity_to_dict, episode_to_dict, fact_to_dict, message_to_dict
 from .stores.record_protocols import TransferRecords
-from .stores.schema import StoredFact, iso
+from .stores.rows import StoredFact, iso
 from .sync import IndexSync
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ExportCounts", "ImportReport", "Transferable", "export_records",

@@ -14,6 +14,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from zep_core import Memory, MemoryConfig
 
+from tests.backends import BACKENDS
+
 UTC = timezone.utc
 
 
@@ -79,7 +81,7 @@ def backend() -> str:
 
     A directory whose suites run on both backends parametrizes it with :func:`tests.pg.both_backends`.
     """
-    return "sqlite"
+    return BACKENDS[0]
 
 
 @pytest.fixture

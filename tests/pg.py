@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.backends import BACKENDS
+
 _count = itertools.count()
 
 
@@ -67,7 +69,8 @@ def both_backends(metafunc) -> None:
     if "backend" in metafunc.fixturenames and not metafunc.definition.get_closest_marker("data_folder"):
         path = metafunc.definition.path.as_posix()
         marks = () if any(part in path for part in REPRESENTATIVE) else (pytest.mark.full_matrix,)
-        metafunc.parametrize("backend", ["sqlite", pytest.param("postgres", marks=marks)])
+        metafunc.parametrize("backend", [name if name == BACKENDS[0] else pytest.param(name, marks=marks)
+                                         for name in BACKENDS])
 
 
 def fresh_database(server) -> str:

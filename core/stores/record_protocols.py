@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from ..models import Entity, Episode, Fact, Message
     from ..tenant import Tenant
-    from .schema import RankingRow, StoredFact
+    from .rows import RankingRow, StoredFact
 
 __all__ = ["GraphRecords", "IngestRecords", "MaintenanceRecords", "RetrievalRecords", "SessionRecords",
            "SyncRecords", "TransferRecords", "VectorTierRecords"]
@@ -43,16 +43,15 @@ class RetrievalRecords(Protocol):
         """The ``k`` superseded facts of a user valid at ``as_of`` nearest to ``vector``: ``(id, cosine)``."""
 
     def lexical_ranking(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
-                        context_weight: float = 1.0) -> list[tuple[int, float]]:
-        """The user's best ``limit`` current (or as-of) facts by the words of ``text``: ``(rowid, BM25)``."""
+                        context_weight: float = 1.0) -> list[tuple[str, float]]:
+        """The user's best ``limit`` current (or as-of) facts by the words of ``text``: ``(fact id, BM25)``."""
 
     def neighbours(self, tenant: Tenant, entity_ids: Sequence[str], *, as_of: str | None = None,
                    limit: int = 200) -> set[str]:
         """Entities one hop from ``entity_ids`` over the user's current (or as-of) facts."""
 
-    def ranking_rows(self, tenant: Tenant, ids: Sequence[str] = (), *,
-                     rowids: Sequence[int] = ()) -> list[RankingRow]:
-        """Some facts of one user, by id or by rowid, as plain values: what ranking needs, and the fact itself."""
+    def ranking_rows(self, tenant: Tenant, ids: Sequence[str]) -> list[RankingRow]:
+        """Some facts of one user by id, as plain values: what ranking needs, and the fact itself."""
 
 
 @runtime_checkable

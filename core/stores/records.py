@@ -10,25 +10,28 @@ open if the process died in between).
 One connection, shared by threads under a lock (``check_same_thread=False``), in WAL
 mode with a busy timeout so a second process waits instead of failing.
 
-The store is split by job (:mod:`zep_core.stores.recordstore`): the connection, users with
-their episodes and sessions, facts, what retrieval searches, entities, the outbox. What
+The store is split by job, each written once for both SQL stores (:mod:`zep_core.stores.sql`):
+users with their episodes and sessions, facts, entities, what retrieval reads, the outbox, the
+lexical index's upkeep. SQLite's own (:mod:`zep_core.stores.recordstore`) are its connection
+and how its lexical index makes and ranks terms (FTS5's tokenizer, the BM25 statement). What
 each consumer needs of it is a Protocol (:mod:`zep_core.stores.record_protocols`).
 """
 
 from __future__ import annotations
 
 from .recordstore.connection import Connection
-from .recordstore.entities import EntityRows
 from .recordstore.facts import FactRows
-from .recordstore.outbox import OutboxRows
 from .recordstore.search import SearchRows
-from .recordstore.users import UserRows
-from .schema import SCHEMA_VERSION, StoredFact, iso
+from .rows import StoredFact, iso
+from .schema import SCHEMA_VERSION
+from .sql.entities import SqlEntityRows
+from .sql.outbox import SqlOutboxRows
+from .sql.users import SqlUserRows
 
 __all__ = ["RecordStore", "StoredFact", "iso", "SCHEMA_VERSION"]
 
 
-class RecordStore(UserRows, FactRows, SearchRows, EntityRows, OutboxRows, Connection):
+class RecordStore(SqlUserRows, FactRows, SearchRows, SqlEntityRows, SqlOutboxRows, Connection):
     """The SQLite system of record: every job's rows (:mod:`zep_core.stores.recordstore`) over one connection.
 
     A method that reads or changes one user's rows takes that user as a

@@ -10,11 +10,13 @@ import pytest
 from zep_core import Memory, MemoryConfig
 from zep_core.demo import SESSION_1, SESSION_2
 
+from tests.backends import BACKENDS
+
 #: What only a data folder has: a memory on PostgreSQL must not claim any of it.
 FOLDER_WORDS = ("SQLite", "Chroma", "Kùzu")
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=BACKENDS)
 def stored(request, tmp_path, embedder):
     """The README demo's memory (Alice moves from Paris to Berlin) on the backend; the options that name it."""
     data = tmp_path / "data"

@@ -26,7 +26,7 @@ from tests.core.test_import_cycles import MODULES, _imports
 #: The stores' modules every backend shares, which the rest of zep_core may import: the
 #: opener and the registry, the Protocols, the row format, and the Cypher sandbox.
 SHARED = {"zep_core.stores", "zep_core.stores.backends", "zep_core.stores.opened", "zep_core.stores.base",
-          "zep_core.stores.record_protocols", "zep_core.stores.schema", "zep_core.stores.sandbox"}
+          "zep_core.stores.record_protocols", "zep_core.stores.rows", "zep_core.stores.sandbox"}
 DRIVERS = {"sqlite3", "sqlite_utils", "psycopg", "psycopg_pool", "pgvector", "chromadb", "kuzu"}
 SCHEMES = {s for b in BACKENDS for s in b.schemes} | {f"{s}://" for b in BACKENDS for s in b.schemes}
 ROOT = Path(zep_core.__file__).resolve().parent

@@ -15,9 +15,10 @@ import pytest
 from zep_core import Message
 from zep_core.episodes import episode_key
 
+from tests.backends import BACKENDS
 from tests.core.fakes import ScriptedExtractor, said
 
-pytestmark = pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 UTC = timezone.utc
 PARIS = [Message("I live in Paris.", name="Alice")]

@@ -9,11 +9,13 @@ from __future__ import annotations
 import pytest
 from zep_core import Message
 from zep_core.models import Fact
-from zep_core.stores.schema import StoredFact
+from zep_core.stores.rows import StoredFact
 from zep_core.tenant import Tenant
 
+from tests.backends import BACKENDS
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_check_consistency_names_current_facts_that_cannot_hold_together(make_memory, embedder):
     memory = make_memory()
     memory.conversation_end("s1", [Message("I live in Paris. I like chess.", name="Ann")], user_id="ann")

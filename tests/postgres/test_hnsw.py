@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 from zep_core.models import Fact
-from zep_core.stores.schema import StoredFact
+from zep_core.stores.rows import StoredFact
 from zep_core.tenant import Tenant
 
 pytest.importorskip("psycopg", reason="PostgreSQL tests need the test extra: pip install -e '.[test]'")

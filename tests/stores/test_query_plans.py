@@ -56,7 +56,8 @@ _SQL_WORDS = {"where", "on", "join", "indexed", "not", "left", "inner", "cross",
 def _tables(sql: str) -> dict[str, str]:
     """``{name or alias: table}`` of the tables a statement names (``temp.`` ones as ``temp``)."""
     names: dict[str, str] = {}
-    for schema, table, alias in re.findall(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+(temp\.)?(\w+)(?:\s+(?:AS\s+)?(\w+))?",
+    # a lookahead: "FROM q JOIN lexical_postings lp" names both (the first match does not take the JOIN)
+    for schema, table, alias in re.findall(r"(?=\b(?:FROM|JOIN|UPDATE|INTO)\s+(temp\.)?(\w+)(?:\s+(?:AS\s+)?(\w+))?)",
                                            sql, re.I):
         real = "temp" if schema else table
         names[table] = real

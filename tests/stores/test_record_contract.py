@@ -1,4 +1,4 @@
-"""One contract for the record store, run against every implementation: SQLite, and PostgreSQL as it grows.
+"""One contract for the record store, run against every implementation: SQLite, PostgreSQL and a double in dicts.
 
 Each test goes through the methods the Protocols of :mod:`zep_core.stores.record_protocols`
 list, on a fresh store, and asserts on what a consumer reads back: episodes and their
@@ -17,27 +17,26 @@ from zep_core.models import Entity, Episode, Fact, Message
 from zep_core.stores.records import RecordStore, StoredFact, iso
 from zep_core.tenant import Tenant
 
+from tests.backends import BACKENDS, OPENERS
+
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
 ANN, BOB = Tenant.of("ann"), Tenant.of("bob")
 
 
-def _sqlite(request, tmp_path):
-    return RecordStore(tmp_path / "zep.db")
+#: Each implementation and the jobs of the record store it does: every backend of :data:`tests.backends.BACKENDS`
+#: does them all. A test runs on every implementation that does all the jobs it names (:func:`jobs`), and
+#: :func:`test_postgres_does_the_jobs_it_claims` keeps the claim honest.
+ALL_JOBS = frozenset({"episodes", "sessions", "facts", "lexical", "entities", "outbox"})
 
 
-def _postgres(request, tmp_path):
-    from zep_core.stores.postgres import PgRecordStore
+def _memory(request, tmp_path):
+    from tests.stores.memory_records import MemoryRecordStore
 
-    return PgRecordStore(request.getfixturevalue("pg_url"))
+    return MemoryRecordStore()
 
 
-#: Each implementation and the jobs of the record store it does. The PostgreSQL store is being
-#: built job by job (issue 34): a test runs on every implementation that does all the jobs it
-#: names (:func:`jobs`), and :func:`test_postgres_does_the_jobs_it_claims` keeps the claim honest.
-IMPLEMENTATIONS = {
-    "sqlite": (_sqlite, {"episodes", "sessions", "facts", "lexical", "entities", "outbox"}),
-    "postgres": (_postgres, {"episodes", "sessions", "facts", "lexical", "entities", "outbox"}),
-}
+#: ... and the double in dicts (:mod:`tests.stores.memory_records`): the proof that the Protocols are the whole seam.
+IMPLEMENTATIONS = {**{name: (OPENERS[name], ALL_JOBS) for name in BACKENDS}, "memory": (_memory, ALL_JOBS)}
 
 
 def jobs(*names):

@@ -51,14 +51,27 @@ def test_the_sqlite_store_meets_each_protocol_with_the_same_signatures(name, tmp
             (p.name, p.kind, p.default) for p in given.parameters.values()], method
 
 
-@pytest.mark.parametrize("name", sorted(CONSUMERS))
-def test_the_postgres_store_meets_each_protocol_with_the_same_signatures(name):
+def _postgres_store() -> type:
     from zep_core.stores.postgres import PgRecordStore
 
+    return PgRecordStore
+
+
+def _memory_store() -> type:
+    from tests.stores.memory_records import MemoryRecordStore
+
+    return MemoryRecordStore
+
+
+@pytest.mark.parametrize("store_class", [_postgres_store, _memory_store], ids=["postgres", "memory"])
+@pytest.mark.parametrize("name", sorted(CONSUMERS))
+def test_every_other_store_meets_each_protocol_with_the_same_signatures(name, store_class):
+    """The PostgreSQL store, and the double in dicts the record contract also runs on."""
+    store = store_class()
     protocol = getattr(record_protocols, name)
     for method in _methods(protocol):
-        assert hasattr(PgRecordStore, method), f"the PostgreSQL store lacks {name}.{method}"
+        assert hasattr(store, method), f"{store.__name__} lacks {name}.{method}"
         wanted = inspect.signature(getattr(protocol, method))
-        given = inspect.signature(getattr(PgRecordStore, method))
+        given = inspect.signature(getattr(store, method))
         assert [(p.name, p.kind, p.default) for p in wanted.parameters.values()] == [
             (p.name, p.kind, p.default) for p in given.parameters.values()], method

@@ -7,17 +7,18 @@ out; :mod:`.connection` how each statement is scoped to one tenant.
 
 from __future__ import annotations
 
+from ..sql.entities import SqlEntityRows
+from ..sql.outbox import SqlOutboxRows
+from ..sql.search import SqlSearchRows
 from .connection import STORE, public_url
-from .entities import PgEntityRows
-from .outbox import PgOutboxRows
+from .facts import PgFactRows
 from .schema import SCHEMA_VERSION, TENANT_TABLES
-from .search import PgSearchRows
 from .users import PgUserRows
 
 __all__ = ["STORE", "SCHEMA_VERSION", "TENANT_TABLES", "PgRecordStore", "public_url"]
 
 
-class PgRecordStore(PgEntityRows, PgSearchRows, PgOutboxRows, PgUserRows):
+class PgRecordStore(SqlEntityRows, PgFactRows, SqlSearchRows, SqlOutboxRows, PgUserRows):
     """The PostgreSQL record store: its jobs over one connection (facts and the lexical index under entities)."""
 
     #: Set by a store whose disk failed (the SQLite store's flag); the server keeps its own files.

@@ -28,25 +28,13 @@ from urllib.parse import unquote
 
 from ...errors import ConfigError, RecordStoreError, StoreError, StoreUnavailableError, install_hint
 from ...tenant import Tenant, key
+from ..sql.dialect import POSTGRES, STORE, Scope, SqlBase
 from .schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_NAME, SCHEMA_VERSION, STORE_ROLE, TENANT_ROLE
 
 log = logging.getLogger("zep_core.stores.postgres")
 
 __all__ = ["SCOPE_SQL", "STORE", "PgConnection", "Scope", "public_url", "scope_settings", "url_without_password"]
 
-
-class _Store:
-    """The scope of store-wide work (no tenant): see :data:`STORE`."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "STORE"
-
-
-#: The scope of the work over the whole store that takes no tenant (maintenance, the outbox, id ownership).
-STORE = _Store()
-Scope = Tenant | _Store
 
 _CHUNK = 500  # ids per ``= ANY(%s)`` list
 #: Take the role and name the tenant, both for the rest of the transaction only (``SET LOCAL``).
@@ -127,8 +115,10 @@ def _psycopg() -> Any:
     return psycopg
 
 
-class PgConnection:
+class PgConnection(SqlBase):
     """One PostgreSQL connection shared by threads under a lock: what every job of the record store goes through."""
+
+    dialect = POSTGRES
 
     def __init__(self, url: str, *, connect_timeout_s: float = 10.0) -> None:
         self._psycopg = _psycopg()
@@ -261,8 +251,8 @@ class PgConnection:
     def transaction(self) -> Iterator[None]:
         """One atomic write: everything inside commits together or not at all (nested: a savepoint)."""
         with self._lock:
-            conn = self._live() if self.conn.info.transaction_status == self._psycopg.pq.TransactionStatus.IDLE \
-                else self.conn
+            idle = self.conn.closed or self.conn.info.transaction_status == self._psycopg.pq.TransactionStatus.IDLE
+            conn = self._live() if idle else self.conn  # outside a transaction: a lost connection is made again
             outermost, committed = self._depth == 0, False
             self._depth += 1
             try:
@@ -409,22 +399,19 @@ class PgConnection:
             out += self._rows(scope, sql, [*before, unique[i:i + _CHUNK]])
         return out
 
-    # -- the store's own settings -------------------------------------------------------------
+    def _select(self, scope: Scope, sql: str, params: Sequence[Any] | dict = ()) -> list[tuple]:
+        return self._rows(scope, POSTGRES.sql(sql), params)
 
-    def get_meta(self, key: str) -> str | None:
-        """Read one metadata value (the embedder's identity…)."""
-        rows = self._rows(STORE, "SELECT value FROM meta WHERE key = %s", [key])
-        return rows[0][0] if rows else None
+    def _change(self, scope: Scope, sql: str, params: Sequence[Any] | dict = ()) -> int:
+        return self._exec(scope, POSTGRES.sql(sql), params)
 
-    def set_meta(self, key: str, value: str) -> None:
-        """Write one metadata value."""
-        self._exec(STORE, "INSERT INTO meta(key, value) VALUES (%s, %s) "
-                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value])
+    def _change_many(self, scope: Scope, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._many(scope, POSTGRES.sql(sql), rows)
 
-    def table_counts(self) -> dict[str, int]:
-        """Row counts of the main tables."""
-        return {t: self._rows(STORE, f"SELECT count(*) FROM {t}")[0][0]
-                for t in ("episodes", "messages", "facts", "entities", "outbox", "session_messages")}
+    def _select_in(self, scope: Scope, sql: str, ids: Sequence[Any], before: Sequence[Any] = ()) -> list[tuple]:
+        return self._rows_in(scope, POSTGRES.sql(sql), ids, before)
+
+    # -- the end ------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the connection (committed work is the server's)."""

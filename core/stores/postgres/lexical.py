@@ -10,11 +10,11 @@ write the same database.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from ...tenant import Tenant
+from ...tenant import Tenant, key
 from .. import fts
-from .connection import STORE, PgConnection
+from .connection import PgConnection
 
 #: A fact's index text (``text``) and the end of the message before its source turn (``context``): see fts._TEXT.
 _TEXTS = """
@@ -90,43 +90,16 @@ class PgLexicalRows(PgConnection):
                            "DO UPDATE SET docs = lexical_stats.docs + excluded.docs, "
                            "tokens = lexical_stats.tokens + excluded.tokens", [tenant, len(docs), tokens])
 
-    def _lexical_docs(self, tenant: Tenant, rowids: Sequence[int]) -> dict[int, tuple[int, str | None, str | None,
-                                                                                   list[str], int]]:
-        """The lexical rows of a tenant's facts: ``{doc: (live, valid_from, valid_until, terms, length)}``."""
-        rows = self._rows_in(tenant, "SELECT doc, live, valid_from, valid_until, terms, length FROM lexical_docs "
-                                     "WHERE user_id = %s AND doc = ANY(%s)", list(rowids), [tenant])
-        return {r[0]: (r[1], r[2], r[3], r[4].split(" ") if r[4] else [], r[5]) for r in rows}
-
-    def _unindex(self, tenant: Tenant, ids: Sequence[str]) -> None:
-        """Take stored facts of a tenant out of their lexical index (before they are replaced)."""
-        rowids = [r[0] for r in self._rows_in(tenant, "SELECT rowid FROM facts WHERE user_id = %s AND id = ANY(%s)",
-                                              ids, [tenant])]
-        docs = self._lexical_docs(tenant, rowids) if rowids else {}
-        if docs:
-            for table in ("lexical_postings", "lexical_docs"):
-                self._exec(tenant, f"DELETE FROM {table} WHERE user_id = %s AND doc = ANY(%s)", [tenant, list(docs)])
-            self._exec(tenant, "UPDATE lexical_stats SET docs = docs - %s, tokens = tokens - %s WHERE user_id = %s",
-                       [len(docs), sum(d[4] for d in docs.values()), tenant])
-
-    def _revalidate(self, tenant: Tenant, wanted: dict[int, tuple[int, str | None, str | None]]) -> None:
-        """Give lexical rows their fact's new validity ``{doc: (live, valid_from, valid_until)}`` (where it changed)."""
-        changed = {doc: (old, wanted[doc]) for doc, old in self._lexical_docs(tenant, list(wanted)).items()
-                   if old[:3] != wanted[doc]}
-        self._many(tenant, "UPDATE lexical_docs SET live = %s, valid_from = %s, valid_until = %s "
-                           "WHERE user_id = %s AND doc = %s",
-                   [(*new, tenant, doc) for doc, (_, new) in changed.items()])
-        self._many(tenant, "UPDATE lexical_postings SET live = %s WHERE user_id = %s AND live = %s AND doc = %s",
-                   [(new[0], tenant, old[0], doc) for doc, (old, new) in changed.items() if old[0] != new[0]])
-
     def lexical_ranking(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
-                        context_weight: float = 1.0) -> list[tuple[int, float]]:
-        """The tenant's best ``limit`` current (or as-of) facts by the words of ``text``: ``(rowid, BM25)``, best first.
+                        context_weight: float = 1.0) -> list[tuple[str, float]]:
+        """The tenant's best ``limit`` current (or as-of) facts by the words of ``text``: ``(fact id, BM25)``.
 
         As the SQLite store's (:meth:`~zep_core.stores.recordstore.search.SearchRows.lexical_ranking`):
         the words taken literally, FTS5's terms, the tenant's own statistics, a term in more than
         half of the tenant's rows (and at least :data:`~zep_core.stores.fts.COMMON_MIN_ROWS`) not
         looked up, equal scores to the older row.
         """
+        tenant = key(tenant)
         context = context_weight > 0
         words = fts.query_terms(text)
         if not words or limit <= 0:
@@ -149,59 +122,8 @@ class PgLexicalRows(PgConnection):
                                      "at": as_of}
         for i, (term, weight) in enumerate(weighed):
             params[f"t{i}"], params[f"i{i}"] = term, weight
-        rows = self._rows(tenant, _ranking_sql(len(weighed), as_of=as_of is not None, context=context), params)
+        rows = self._rows(tenant, "SELECT f.id, r.score FROM (" + _ranking_sql(len(weighed), as_of=as_of is not None,
+                                                                          context=context)
+                          + ") r JOIN facts f ON f.rowid = r.doc AND f.user_id = %(u)s ORDER BY r.score DESC, r.doc",
+                          params)
         return [(doc, float(score)) for doc, score in rows]
-
-    def lexical_search(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
-                       context_weight: float = 1.0) -> dict[str, float]:
-        """:meth:`lexical_ranking` by fact id: BM25 scores (higher is better), best first."""
-        ranked = self.lexical_ranking(tenant, text, limit=limit, as_of=as_of, context_weight=context_weight)
-        ids = dict(self._rows_in(tenant, "SELECT rowid, id FROM facts WHERE user_id = %s AND rowid = ANY(%s)",
-                                 [r for r, _ in ranked], [tenant]))
-        return {ids[rowid]: score for rowid, score in ranked if rowid in ids}
-
-    def rebuild_lexical(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Rebuild the lexical index from the facts (call inside :meth:`transaction`); returns its rows."""
-        users = [Tenant.stored(r[0]) for r in self._rows(STORE, "SELECT DISTINCT user_id FROM facts ORDER BY 1")]
-        for table in ("lexical_postings", "lexical_docs", "lexical_stats"):
-            self._exec(STORE, f"DELETE FROM {table}")
-        for n, user in enumerate(users, 1):
-            self._index_lexical(user, None)
-            if progress is not None:
-                progress(n, len(users))
-        return self._rows(STORE, "SELECT count(*) FROM lexical_docs")[0][0]
-
-    def lexical_problems(self, tenant: Tenant | None = None) -> dict[str, list[str]]:
-        """What is wrong with the lexical index (the SQLite store's checks)."""
-        users = [tenant] if tenant is not None else [
-            Tenant.stored(r[0]) for r in self._rows(STORE, "SELECT DISTINCT user_id FROM facts ORDER BY 1")]
-        live = "(f.valid_until IS NULL AND f.superseded_by IS NULL)::int"
-        found: dict[str, list[str]] = {"lexical_missing": [], "lexical_validity_differs": [], "lexical_orphans": [],
-                                       "lexical_postings_differ": [], "lexical_totals_differ": []}
-        for user in users:
-            found["lexical_missing"] += [r[0] for r in self._rows(user,
-                "SELECT id FROM facts f WHERE user_id = %s AND NOT EXISTS "
-                "(SELECT 1 FROM lexical_docs ld WHERE ld.user_id = f.user_id AND ld.doc = f.rowid)", [user])]
-            found["lexical_validity_differs"] += [r[0] for r in self._rows(user,
-                "SELECT f.id FROM facts f JOIN lexical_docs ld ON ld.user_id = f.user_id AND ld.doc = f.rowid "
-                f"WHERE f.user_id = %s AND (ld.live IS DISTINCT FROM {live} OR ld.valid_from IS DISTINCT FROM "
-                "f.valid_from OR ld.valid_until IS DISTINCT FROM f.valid_until)", [user])]
-            found["lexical_orphans"] += [f"{user}: rowid {r[0]}" for r in self._rows(user,
-                "SELECT ld.doc FROM lexical_docs ld WHERE ld.user_id = %s AND NOT EXISTS "
-                "(SELECT 1 FROM facts f WHERE f.rowid = ld.doc AND f.user_id = ld.user_id)", [user])]
-            found["lexical_postings_differ"] += [f"{user}: rowid {r[0]}" for r in self._rows(user,
-                "SELECT DISTINCT lp.doc FROM lexical_postings lp WHERE lp.user_id = %s AND NOT EXISTS "
-                "(SELECT 1 FROM lexical_docs ld WHERE ld.user_id = lp.user_id AND ld.doc = lp.doc "
-                "AND ld.live = lp.live AND ld.length = lp.length "
-                "AND strpos(' ' || ld.terms || ' ', ' ' || lp.term || ' ') > 0)", [user])]
-            totals = self._rows(user, "SELECT (SELECT count(*) FROM lexical_docs WHERE user_id = %(u)s), "
-                                      "(SELECT coalesce(sum(length), 0) FROM lexical_docs WHERE user_id = %(u)s), "
-                                      "(SELECT docs FROM lexical_stats WHERE user_id = %(u)s), "
-                                      "(SELECT tokens FROM lexical_stats WHERE user_id = %(u)s)", {"u": user})[0]
-            if totals[0] and (totals[0], totals[1]) != (totals[2], totals[3]):
-                found["lexical_totals_differ"].append(f"{user}: {totals[0]} rows of {totals[1]} tokens, totals say "
-                                                      f"{totals[2]} of {totals[3]}")
-        if tenant is None:
-            found["lexical_index_of_no_user"] = sorted(
-                {r[0] for r in self._rows(STORE, "SELECT DISTINCT user_id FROM lexical_docs")} - set(users))
-        return {k: v for k, v in found.items() if v}

@@ -1,201 +1,22 @@
-"""Users, their episodes and their chat sessions on PostgreSQL (the SQLite store's :mod:`..recordstore.users`)."""
+"""Users, their episodes and their chat sessions on PostgreSQL: the shared job (:mod:`..sql.users`), and its tables."""
 
 from __future__ import annotations
 
 import functools
-import json
-from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable
 
-from ...models import Episode, Message
 from ...tenant import Tenant
-from ..recordstore.connection import _extra_text, _session_message
-from ..schema import iso, parse_time
-from .connection import STORE, PgConnection
-
-#: A tenant's tables, in the order :meth:`PgUserRows.delete_user` empties them.
-_USER_TABLES = ("messages", "episodes", "facts", "entities", "aliases", "session_messages",
-                "lexical_postings", "lexical_docs", "lexical_stats", "vector_tiers",
-                "ann_vectors", "outbox", "outbox_quarantine")
+from ..sql.users import USER_TABLES, SqlUserRows
+from .connection import PgConnection
 
 
-class PgUserRows(PgConnection):
-    """Users, their episodes and their chat sessions: what ingest stores first and the adapters' history."""
+class PgUserRows(SqlUserRows, PgConnection):
+    """Users, their episodes and their chat sessions; a deleted user's HNSW copy and queued writes go with them."""
 
+    user_tables = (*USER_TABLES, "vector_tiers", "ann_vectors", "outbox", "outbox_quarantine")
     #: Told the tenant whose rows :meth:`delete_user` deleted, once committed: their HNSW index is dropped.
     on_user_deleted: Callable[[Tenant], None] | None = None
 
-    def has_user(self, tenant: Tenant) -> bool:
-        """Whether anything was ever stored for the tenant."""
-        return bool(self._rows(tenant, "SELECT 1 FROM episodes WHERE user_id = %(u)s UNION ALL "
-                                       "SELECT 1 FROM session_messages WHERE user_id = %(u)s LIMIT 1", {"u": tenant}))
-
-    def has_records(self, tenant: Tenant) -> bool:
-        """Whether any row of the tenant is stored: episode, chat turn, fact, entity or alias (imports check it)."""
-        return bool(self._rows(tenant, " UNION ALL ".join(
-            f"(SELECT 1 FROM {t} WHERE user_id = %(u)s LIMIT 1)"
-            for t in ("episodes", "session_messages", "facts", "entities", "aliases")) + " LIMIT 1", {"u": tenant}))
-
-    def users(self) -> list[Tenant]:
-        """Every user with stored episodes or chat messages (every user's: for maintenance)."""
-        rows = self._rows(STORE, "SELECT user_id FROM episodes UNION SELECT user_id FROM session_messages")
-        return sorted(Tenant.stored(r[0]) for r in rows)
-
-    def delete_user(self, tenant: Tenant) -> None:
-        """Delete every row of a user, and their lexical index (call inside :meth:`transaction`)."""
-        for table in _USER_TABLES:
-            self._exec(tenant, f"DELETE FROM {table} WHERE user_id = %s", [tenant])
+    def _user_deleted(self, tenant: Tenant) -> None:
         if self.on_user_deleted is not None:
             self.after_commit(functools.partial(self.on_user_deleted, tenant))
-
-    def episode_owner(self, episode_id: str) -> Tenant | None:
-        """The user an episode id belongs to, or None if unknown (the id namespace: only the owner is read)."""
-        rows = self._rows(STORE, "SELECT user_id FROM episodes WHERE id = %s", [episode_id])
-        return Tenant.stored(rows[0][0]) if rows else None
-
-    def insert_episode(self, episode: Episode, message_ids: Sequence[str]) -> bool:
-        """Store an episode and every message, unless its id is stored already (call inside :meth:`transaction`).
-
-        Two servers storing one id at once: the second waits for the first's commit, then stores nothing.
-
-        Returns:
-            Whether it was stored: False when the id was taken (by this user or another).
-
-        """
-        tenant = Tenant.of(episode.user_id)
-        if not self._exec(tenant, "INSERT INTO episodes(id, user_id, session_id, summary, created_at, status) "
-                                  "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-                          [episode.id, tenant, episode.session_id, episode.summary, iso(episode.created_at),
-                           episode.status]):
-            return False
-        self._many(tenant, "INSERT INTO messages(episode_id, seq, user_id, message_id, role, name, content, timestamp) "
-                           "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                   [(episode.id, i, tenant, mid, m.role, m.name, m.content, iso(m.timestamp))
-                    for i, (m, mid) in enumerate(zip(episode.messages, message_ids))])
-        return True
-
-    def set_episode_status(self, tenant: Tenant, episode_id: str, status: str, *, error: str | None = None,
-                           summary: str | None = None, usage: dict | None = None) -> None:
-        """Record the outcome of an extraction attempt."""
-        self._exec(tenant, "UPDATE episodes SET status = %s, error = %s, summary = COALESCE(%s, summary), "
-                           "usage = COALESCE(%s, usage), attempts = attempts + 1 WHERE user_id = %s AND id = %s",
-                   [status, error, summary, json.dumps(usage) if usage else None, tenant, episode_id])
-
-    def get_episode(self, tenant: Tenant, episode_id: str) -> Episode | None:
-        """Load one of the tenant's episodes with its messages (caller ids restored), or None."""
-        rows = self._rows(tenant, "SELECT id, user_id, session_id, summary, created_at, status, error "
-                                  "FROM episodes WHERE user_id = %s AND id = %s", [tenant, episode_id])
-        if not rows:
-            return None
-        r = rows[0]
-        msgs = self._rows(tenant, "SELECT message_id, role, name, content, timestamp FROM messages "
-                                  "WHERE user_id = %s AND episode_id = %s ORDER BY seq", [tenant, episode_id])
-        messages = tuple(Message(content=m[3], role=m[1], name=m[2], id=m[0], timestamp=parse_time(m[4]))
-                         for m in msgs)
-        return Episode(id=r[0], user_id=Tenant.stored(r[1]), session_id=r[2], summary=r[3],
-                       created_at=parse_time(r[4]), status=r[5], error=r[6], messages=messages)
-
-    def _episodes(self, tenant: Tenant | None, columns: str, where: str, params: list[Any], limit: int) -> list[tuple]:
-        """Episodes of the tenant (or, None, of every user: store-wide) matching ``where``, oldest first."""
-        if tenant is not None:
-            where, params = f"user_id = %s AND {where}", [tenant, *params]
-        return self._rows(STORE if tenant is None else tenant,
-                          f"SELECT {columns} FROM episodes WHERE {where} ORDER BY created_at, rowid LIMIT %s",
-                          [*params, limit])
-
-    def episode_ids(self, tenant: Tenant | None = None, *, status: str | None = None,
-                    limit: int = 1_000_000) -> list[str]:
-        """Episode ids, oldest first: of the tenant, or of every user (None); of one status if given."""
-        where, params = ("status = %s", [status]) if status is not None else ("true", [])
-        return [r[0] for r in self._episodes(tenant, "id", where, params, limit)]
-
-    def episodes_with_status(self, status: str, *, limit: int = 1_000_000) -> list[tuple[str, Tenant]]:
-        """``(episode_id, user)`` of every user's episodes of one status, oldest first (for maintenance)."""
-        rows = self._episodes(None, "id, user_id", "status = %s", [status], limit)
-        return [(r[0], Tenant.stored(r[1])) for r in rows]
-
-    def episode_status(self, tenant: Tenant, episode_id: str) -> str | None:
-        """The status of one of the tenant's episodes (``pending``, ``done``, ``failed``), or None if it has none."""
-        rows = self._rows(tenant, "SELECT status FROM episodes WHERE user_id = %s AND id = %s", [tenant, episode_id])
-        return rows[0][0] if rows else None
-
-    def episode_attempts(self, tenant: Tenant, episode_id: str) -> int:
-        """How many extraction attempts one of the tenant's episodes has had (0 when unknown)."""
-        rows = self._rows(tenant, "SELECT attempts FROM episodes WHERE user_id = %s AND id = %s", [tenant, episode_id])
-        return int(rows[0][0]) if rows else 0
-
-    def mark_episode_failed(self, tenant: Tenant, episode_id: str, reason: str) -> None:
-        """Give up on a pending episode: status ``failed`` with the reason; its messages stay."""
-        self._exec(tenant, "UPDATE episodes SET status = 'failed', error = %s "
-                           "WHERE user_id = %s AND id = %s AND status = 'pending'", [reason, tenant, episode_id])
-
-    def failed_episodes(self, tenant: Tenant | None = None, *, limit: int = 1_000_000,
-                        ) -> list[tuple[str, Tenant, str | None, int]]:
-        """``(episode_id, user, error, attempts)`` of the failed episodes, oldest first (of every user: None)."""
-        rows = self._episodes(tenant, "id, user_id, error, attempts", "status = 'failed'", [], limit)
-        return [(r[0], Tenant.stored(r[1]), r[2], int(r[3])) for r in rows]
-
-    def add_session_messages(self, tenant: Tenant, session_id: str, messages: Sequence[Message]) -> None:
-        """Append chat turns to a session's history at once."""
-        self._many(tenant, "INSERT INTO session_messages(user_id, session_id, role, name, content, message_id, "
-                           "timestamp, extra) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                   [(tenant, session_id, m.role, m.name, m.content, m.id, iso(m.timestamp), _extra_text(m))
-                    for m in messages])
-
-    def session_messages(self, tenant: Tenant, session_id: str, *, unended: bool = False,
-                         limit: int | None = None) -> list[tuple[int, Message]]:
-        """A session's turns ``(seq, message)`` in order; the last ``limit`` if given."""
-        sql = ("SELECT seq, role, name, content, message_id, timestamp, extra FROM session_messages "
-               "WHERE user_id = %s AND session_id = %s")
-        if unended:
-            sql += " AND episode_id IS NULL"
-        params: list[Any] = [tenant, session_id]
-        if limit is not None:
-            sql = f"SELECT * FROM ({sql} ORDER BY seq DESC LIMIT %s) last"
-            params.append(limit)
-        rows = self._rows(tenant, sql + " ORDER BY seq", params)
-        return [(r[0], _session_message(r[1:])) for r in rows]
-
-    def waiting_sessions(self, tenant: Tenant | None = None) -> list[tuple[str, str, datetime | None]]:
-        """``(user_id, session_id, time of its last waiting turn)`` of every session with turns not yet learned from.
-
-        Only turns that would be learned from count (``tool`` rows never are); of the
-        tenant only, if given (of every user: store-wide).
-        """
-        sql = ("SELECT user_id, session_id, MAX(timestamp) FROM session_messages "
-               "WHERE episode_id IS NULL AND role <> 'tool'")
-        params: list[Any] = []
-        if tenant is not None:
-            sql += " AND user_id = %s"
-            params.append(tenant)
-        rows = self._rows(STORE if tenant is None else tenant,
-                          sql + " GROUP BY user_id, session_id ORDER BY MIN(seq)", params)
-        return [(Tenant.stored(u), s, parse_time(t)) for u, s, t in rows]
-
-    def has_session(self, tenant: Tenant, session_id: str) -> bool:
-        """Whether the session has any stored turn."""
-        return bool(self._rows(tenant, "SELECT 1 FROM session_messages WHERE user_id = %s AND session_id = %s LIMIT 1",
-                               [tenant, session_id]))
-
-    def mark_session_ended(self, tenant: Tenant, session_id: str, up_to_seq: int, episode_id: str) -> None:
-        """Record that turns up to ``up_to_seq`` went into ``episode_id``."""
-        self._exec(tenant, "UPDATE session_messages SET episode_id = %s WHERE user_id = %s AND session_id = %s "
-                           "AND seq <= %s AND episode_id IS NULL", [episode_id, tenant, session_id, up_to_seq])
-
-    def clear_session(self, tenant: Tenant, session_id: str) -> None:
-        """Forget a session's chat turns (episodes already stored stay)."""
-        self._exec(tenant, "DELETE FROM session_messages WHERE user_id = %s AND session_id = %s", [tenant, session_id])
-
-    def session_rows(self, tenant: Tenant) -> list[tuple[str, Message, str | None]]:
-        """Every chat turn of a user ``(session_id, message, episode_id)`` in order (for export)."""
-        rows = self._rows(tenant, "SELECT session_id, role, name, content, message_id, timestamp, extra, episode_id "
-                                  "FROM session_messages WHERE user_id = %s ORDER BY seq", [tenant])
-        return [(r[0], _session_message(r[1:7]), r[7]) for r in rows]
-
-    def insert_session_rows(self, tenant: Tenant, rows: Iterable[tuple[str, Message, str | None]]) -> None:
-        """Append chat turns with their episode marks, as :meth:`session_rows` gives them (for import)."""
-        self._many(tenant, "INSERT INTO session_messages(user_id, session_id, role, name, content, message_id, "
-                           "timestamp, extra, episode_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                   [(tenant, sid, m.role, m.name, m.content, m.id, iso(m.timestamp), _extra_text(m), ep)
-                    for sid, m, ep in rows])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import threading
@@ -14,17 +13,11 @@ from typing import Any
 import sqlite_utils
 
 from ...errors import RecordStoreError, StoreError, is_io_failure, store_error
-from ...models import Message
 from ...names import normalize_name
 from ...tenant import Tenant, key
 from .. import fts
-from ..schema import (
-    FACT_COLUMNS,
-    SCHEMA,
-    SCHEMA_VERSION,
-    fact_row,
-    parse_time,
-)
+from ..schema import SCHEMA, SCHEMA_VERSION
+from ..sql.dialect import SQLITE, Scope, SqlBase
 
 log = logging.getLogger("zep_core.stores.records")
 
@@ -44,21 +37,19 @@ _WAL_BACKSTOP_PAGES = 16_000
 #: ... and the log file is cut back to this size when it restarts after a checkpoint (SQLite
 #: reuses the file and never shrinks it): about what SQLite's own checkpoints leave.
 _WAL_KEEP_BYTES = 4 << 20
-#: Fact columns, then the rowid: rows sorted by :func:`_storage_order` come in one order whatever the plan.
-_ORDERED_FACTS = f"{FACT_COLUMNS}, rowid"
-#: A user's facts by the rowids their lexical rows hold (``?`` = user id, then ``{ids}``): each
-#: fact is reached from the user's own ``lexical_docs`` row, and must be that user's.
-_BY_LEXICAL_ROW = ("SELECT {columns} FROM facts WHERE rowid IN (SELECT doc FROM lexical_docs WHERE user_id = ?1 "
-                   "AND doc IN ({{ids}})) AND +user_id = ?1")  # +: by rowid, not a walk of the user's facts
-
-
 #: Indexes of older folders that keys led by ``user_id`` replaced (:data:`~zep_core.stores.schema.SCHEMA`).
 _RETIRED_INDEXES = "DROP INDEX IF EXISTS messages_user; DROP INDEX IF EXISTS aliases_entity;"
 
 
 
-class Connection:
-    """One SQLite connection shared by threads under a lock: what every job of the record store goes through."""
+class Connection(SqlBase):
+    """One SQLite connection shared by threads under a lock: what every job of the record store goes through.
+
+    A statement's scope (:data:`~zep_core.stores.sql.dialect.STORE` or a tenant) asks nothing
+    of SQLite: one process holds the file, and every read names its user.
+    """
+
+    dialect = SQLITE
 
     def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
         try:
@@ -195,16 +186,17 @@ class Connection:
             out += self._rows(sql.replace("{ids}", ",".join("?" * len(chunk))), [*before, *chunk])
         return out
 
-    def _ids_by_key(self, table: str, user_id: str, batch: int) -> Iterator[list[str]]:
-        """Every id of one user's rows of ``table`` (``facts``, ``entities``), in batches, by ``{table}_key``."""
-        last = ""
-        while True:
-            rows = self._rows(f"SELECT id FROM {table} INDEXED BY {table}_key WHERE user_id = ? AND id > ? "
-                              "ORDER BY id LIMIT ?", [user_id, last, batch])
-            if not rows:
-                return
-            yield [r[0] for r in rows]
-            last = rows[-1][0]
+    def _select(self, scope: Scope, sql: str, params: Sequence[Any] | dict = ()) -> list[tuple]:
+        return self._rows(sql, params)
+
+    def _change(self, scope: Scope, sql: str, params: Sequence[Any] | dict = ()) -> int:
+        return self._exec(sql, params)
+
+    def _change_many(self, scope: Scope, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._many(sql, rows)
+
+    def _select_in(self, scope: Scope, sql: str, ids: Sequence[Any], before: Sequence[Any] = ()) -> list[tuple]:
+        return self._rows_in(sql, ids, before)
 
     def _fill_object_keys(self, batch: int = 5000) -> None:
         """Set ``object_key`` of the facts that have none (a migrated folder), a batch at a time."""
@@ -265,40 +257,9 @@ class Connection:
             except sqlite3.Error as exc:
                 raise self._failed(f"SQLite checkpoint failed in {self.path}: {exc}") from exc
 
-    def get_meta(self, key: str) -> str | None:
-        """Read one metadata value (schema version, embedder identity…)."""
-        rows = self._rows("SELECT value FROM meta WHERE key = ?", [key])
-        return rows[0][0] if rows else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        """Write one metadata value."""
-        self._exec("INSERT INTO meta(key, value) VALUES (?, ?) "
-                   "ON CONFLICT(key) DO UPDATE SET value = excluded.value", [key, value])
-
-    def table_counts(self) -> dict[str, int]:
-        """Row counts of the main tables."""
-        return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0]
-                for t in ("episodes", "messages", "facts", "entities", "outbox", "session_messages")}
 
 
 def _lacks_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
     """Whether ``table`` exists without ``column`` (a folder an older version made)."""
     columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
     return bool(columns) and column not in columns
-
-
-def _storage_order(row: Sequence[Any]) -> tuple[str, int]:
-    """A fact row (:data:`FACT_COLUMNS` then ``rowid``) ordered by subject id, then as stored."""
-    return fact_row(row).subject_id, row[-1]
-
-
-def _extra_text(message: Message) -> str | None:
-    """A chat turn's ``extra`` as stored: JSON text, or NULL."""
-    return None if message.extra is None else json.dumps(message.extra, ensure_ascii=False)
-
-
-def _session_message(row: Sequence[Any]) -> Message:
-    """``(role, name, content, message_id, timestamp, extra)`` of a session row as a Message."""
-    role, name, content, message_id, timestamp, extra = row
-    return Message(content=content, role=role, name=name, id=message_id, timestamp=parse_time(timestamp),
-                   extra=None if extra is None else json.loads(extra))

@@ -1,126 +1,33 @@
-"""What retrieval reads: the lexical ranking, candidate rows, graph hops and the history's vectors."""
+"""SQLite's own part of what retrieval reads: the lexical ranking by its rows, the history's vectors, the checks.
+
+The rest is written once for both SQL stores (:mod:`..sql.search`).
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
 from ...errors import RecordStoreError
 from ...tenant import Tenant, key
 from .. import fts
-from ..schema import FACT_COLUMNS, FactRow, RankingRow, fact_row
-from .connection import (
-    _BY_LEXICAL_ROW,
-    _MAX_STEMS,
-    Connection,
-)
+from ..rows import FactRow
+from ..sql.search import SqlSearchRows
+from .connection import _MAX_STEMS, Connection
 
 _ROWID = len(FactRow._fields)  # the rowid follows the fact's columns, then the vector
 
 
-class SearchRows(Connection):
-    """What retrieval reads: the lexical ranking, candidate rows, graph hops and the history's vectors."""
+#: The ranking's rows as fact ids, in its order: each fact found by its rowid, and the user's (``?1``). The unary
+#: ``+`` has SQLite find the facts by rowid, not walk the user's facts.
+_BY_FACT = ("SELECT f.id, r.score FROM ({ranking}) r JOIN facts f ON f.rowid = r.doc AND +f.user_id = ?1 "
+            "ORDER BY r.score DESC, r.doc")
 
-    def ranking_rows(self, tenant: Tenant, ids: Sequence[str] = (), *,
-                     rowids: Sequence[int] = ()) -> list[RankingRow]:
-        """Some facts of one user, by id or by rowid, as plain values: what ranking needs, and the fact itself.
 
-        Rows are the :data:`~zep_core.stores.schema.FACT_COLUMNS`, then the rowid, then the
-        vector (a read-only float32 array over the stored blob); times are the stored ISO
-        strings (their order is time order), so validity is compared without building a
-        record, and :func:`~zep_core.stores.schema.fact_from_row` builds only the facts
-        that make the cut. Each fact is found by its key: ``(user_id, id)``, or by rowid
-        through the user's own lexical rows (``rowids`` are what :meth:`lexical_ranking` gave).
-        """
-        user_id = key(tenant)
-        columns = f"{FACT_COLUMNS}, rowid, embedding"
-        rows = self._rows_in(f"SELECT {columns} FROM facts INDEXED BY facts_key WHERE user_id = ? AND id IN ({{ids}})",
-                             ids, [user_id]) if ids else []
-        if rowids:
-            seen = {r[_ROWID] for r in rows}
-            rows += self._rows_in(_BY_LEXICAL_ROW.format(columns=columns), [r for r in rowids if r not in seen],
-                                  [user_id])
-        return [RankingRow(fact_row(r), r[_ROWID], np.frombuffer(r[_ROWID + 1], dtype=np.float32)) for r in rows]
-
-    def neighbours(self, tenant: Tenant, entity_ids: Sequence[str], *, as_of: str | None = None,
-                   limit: int = 200) -> set[str]:
-        """Entities one hop from ``entity_ids`` over the user's current (or as-of) facts.
-
-        The adjacency the graph index holds (an edge per fact with an object entity),
-        read from the record store's own indexes: one indexed lookup instead of a query
-        to the graph process, and never behind the last write. Current edges come from
-        the partial indexes ``facts_out`` / ``facts_in`` alone (no fact row is read: the
-        asker of a first-person question may have a thousand facts); as-of edges from
-        ``(user_id, subject_id)`` and ``(user_id, object_id)``.
-        """
-        user_id = key(tenant)
-        if not entity_ids:
-            return set()
-        marks = ",".join("?" * len(entity_ids))
-        if as_of is None:  # the current edges, both ways, from the partial indexes alone
-            when, times = "valid_until IS NULL AND superseded_by IS NULL AND object_id IS NOT NULL", []
-            out, back = "INDEXED BY facts_out", "INDEXED BY facts_in"
-        else:
-            when, times = "valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)", [as_of, as_of]
-            out = back = ""
-        sql = (f"SELECT object_id FROM facts {out} WHERE user_id = ? AND subject_id IN ({marks}) "
-               f"AND object_id IS NOT NULL AND object_id NOT IN ({marks}) AND {when} "
-               f"UNION SELECT subject_id FROM facts {back} WHERE user_id = ? AND object_id IN ({marks}) "
-               f"AND subject_id NOT IN ({marks}) AND {when} LIMIT ?")
-        ids = list(entity_ids)
-        rows = self._rows(sql, [user_id, *ids, *ids, *times, user_id, *ids, *ids, *times, limit])
-        return {r[0] for r in rows}
-
-    def facts_touching(self, tenant: Tenant, entity_ids: Sequence[str], *, as_of: str | None = None,
-                       among: Iterable[str] | None = None, limit: int = 20_000) -> list[str]:
-        """Ids of current (or as-of) facts whose subject or object is in ``entity_ids``.
-
-        ``among`` restricts the answer to those fact ids (the graph then only ranks facts
-        found otherwise). ``limit`` bounds the scan; the order is not by age.
-        """
-        user_id = key(tenant)
-        if not entity_ids:
-            return []
-        marks = ",".join("?" * len(entity_ids))
-        if as_of is None:
-            when = "valid_until IS NULL AND superseded_by IS NULL"
-            params: list[Any] = []
-        else:
-            when = "valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)"
-            params = [as_of, as_of]
-        if among is not None:
-            ids = list(dict.fromkeys(among))
-            if not ids:
-                return []
-            rows = self._rows_in(
-                f"SELECT id FROM facts INDEXED BY facts_key WHERE user_id = ? AND {when} AND (subject_id IN ({marks}) "
-                f"OR object_id IN ({marks})) AND id IN ({{ids}})", ids, [user_id, *params, *entity_ids, *entity_ids])
-            return [r[0] for r in rows]
-        sql = (f"SELECT id FROM facts WHERE user_id = ? AND subject_id IN ({marks}) AND {when} "
-               f"UNION SELECT id FROM facts WHERE user_id = ? AND object_id IN ({marks}) AND {when} LIMIT ?")
-        rows = self._rows(sql, [user_id, *entity_ids, *params, user_id, *entity_ids, *params, limit])
-        return [r[0] for r in rows]
-
-    def graph_rows(self, tenant: Tenant) -> tuple[list[tuple], list[tuple]]:
-        """One user's graph as SQLite holds it: entity rows and relationship rows, nothing of anyone else.
-
-        Entities are ``(id, user_id, name, entity_type)``; relationships are
-        ``(subject_id, object_id, fact_id, user_id, predicate, valid_from, valid_until, current)``
-        for the facts with an object entity, both ends the user's own — what
-        :class:`~zep_core.sync.IndexSync` writes to the graph index.
-        """
-        user_id = key(tenant)
-        entities = self._rows("SELECT id, user_id, name, entity_type FROM entities WHERE user_id = ?", [user_id])
-        facts = self._rows(
-            "SELECT f.subject_id, f.object_id, f.id, f.user_id, f.predicate, f.valid_from, f.valid_until, "
-            "f.valid_until IS NULL AND f.superseded_by IS NULL FROM facts f "
-            "JOIN entities s INDEXED BY entities_key ON s.user_id = f.user_id AND s.id = f.subject_id "
-            "JOIN entities o INDEXED BY entities_key ON o.user_id = f.user_id AND o.id = f.object_id "
-            "WHERE f.user_id = ?", [user_id])
-        return entities, facts
+class SearchRows(SqlSearchRows, Connection):
+    """SQLite's own part of what retrieval reads: its lexical ranking, the history's exact search, lexical checks."""
 
     def history_search(self, tenant: Tenant, vector: np.ndarray, k: int, as_of: str) -> list[tuple[str, float]]:
         """The ``k`` superseded facts of a user valid at ``as_of`` nearest to ``vector``: ``(id, cosine)``, best first.
@@ -146,8 +53,8 @@ class SearchRows(Connection):
         return [(rows[i][0], float(scores[i])) for i in order]
 
     def lexical_ranking(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
-                        context_weight: float = 1.0) -> list[tuple[int, float]]:
-        """The user's best ``limit`` current (or as-of) facts by the words of ``text``: ``(rowid, BM25)``, best first.
+                        context_weight: float = 1.0) -> list[tuple[str, float]]:
+        """The user's best ``limit`` current (or as-of) facts by the words of ``text``: ``(fact id, BM25)``, best first.
 
         The words are taken literally (:func:`~zep_core.stores.fts.query_terms`: words, never
         syntax), made into terms by FTS5's tokenizer, and looked up under the user's key
@@ -184,7 +91,7 @@ class SearchRows(Connection):
                            if hits[t] and not (hits[t] >= fts.COMMON_MIN_ROWS and 2 * hits[t] > docs)]
                 if not weighed:
                     return []
-                sql = fts.ranking_sql(len(weighed), as_of=as_of is not None, context=context)
+                sql = _BY_FACT.format(ranking=fts.ranking_sql(len(weighed), as_of=as_of is not None, context=context))
                 rows = self.db.execute(sql, [user_id, tokens / docs, float(context_weight), limit, *at,
                                              *(v for pair in weighed for v in pair)]).fetchall()
             except sqlite3.Error as exc:
@@ -194,76 +101,3 @@ class SearchRows(Connection):
     def _terms_of(self, words: Sequence[str]) -> list[str | None]:
         """Each word's FTS5 term (:func:`~zep_core.stores.fts.word_terms`, on this connection; call under the lock)."""
         return fts.word_terms(self.db.conn, words, self._stems)
-
-    def lexical_search(self, tenant: Tenant, text: str, *, limit: int, as_of: str | None = None,
-                       context_weight: float = 1.0) -> dict[str, float]:
-        """:meth:`lexical_ranking` by fact id: BM25 scores (higher is better), best first."""
-        user_id = key(tenant)
-        ranked = self.lexical_ranking(user_id, text, limit=limit, as_of=as_of, context_weight=context_weight)
-        ids = dict(self._rows_in(_BY_LEXICAL_ROW.format(columns="rowid, id"), [r for r, _ in ranked], [user_id]))
-        return {ids[rowid]: score for rowid, score in ranked if rowid in ids}
-
-    def _legacy_lexical_tables(self) -> set[str]:
-        """The FTS5 tables, one per user, of folders before schema version 6."""
-        return {r[0] for r in self._rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
-                                         "AND sql LIKE 'CREATE VIRTUAL TABLE%'", [fts.TABLE_PREFIX + "%"])}
-
-    def rebuild_lexical(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Rebuild the lexical index from the facts (call inside :meth:`transaction`); returns its rows.
-
-        Folders from before schema version 6 lose their per-user FTS5 tables here.
-        ``progress(users done, users)`` is called as it goes.
-        """
-        for table in self._legacy_lexical_tables():
-            self._exec(f"DROP TABLE {table}")
-        for table in ("lexical_postings", "lexical_docs", "lexical_stats"):
-            self._exec(f"DELETE FROM {table}")
-        self._forget_hits()
-        users = [r[0] for r in self._rows("SELECT DISTINCT user_id FROM facts")]
-        for n, user in enumerate(users, 1):
-            self._index_lexical(user, None)
-            if progress is not None:
-                progress(n, len(users))
-        return self._rows("SELECT count(*) FROM lexical_docs")[0][0]
-
-    def lexical_problems(self, tenant: Tenant | None = None) -> dict[str, list[str]]:
-        """What is wrong with the lexical index.
-
-        Facts missing from it, rows whose validity differs from their fact's, rows with no
-        fact, postings that disagree with their row, totals that differ from the rows', and
-        rows of no user.
-        """
-        user_id = None if tenant is None else key(tenant)
-        users = [user_id] if user_id is not None else [r[0] for r in self._rows("SELECT DISTINCT user_id FROM facts")]
-        live = "(f.valid_until IS NULL AND f.superseded_by IS NULL)"
-        found: dict[str, list[str]] = {"lexical_missing": [], "lexical_validity_differs": [], "lexical_orphans": [],
-                                       "lexical_postings_differ": [], "lexical_totals_differ": []}
-        for user in users:
-            found["lexical_missing"] += [r[0] for r in self._rows(
-                "SELECT id FROM facts f WHERE user_id = ? AND NOT EXISTS "
-                "(SELECT 1 FROM lexical_docs ld WHERE ld.user_id = f.user_id AND ld.doc = f.rowid)", [user])]
-            found["lexical_validity_differs"] += [r[0] for r in self._rows(
-                f"SELECT f.id FROM facts f JOIN lexical_docs ld ON ld.user_id = f.user_id AND ld.doc = f.rowid "
-                f"WHERE f.user_id = ? AND (ld.live IS NOT {live} OR ld.valid_from IS NOT f.valid_from "
-                "OR ld.valid_until IS NOT f.valid_until)", [user])]
-            found["lexical_orphans"] += [f"{user}: rowid {r[0]}" for r in self._rows(
-                "SELECT ld.doc FROM lexical_docs ld WHERE ld.user_id = ? AND NOT EXISTS "
-                "(SELECT 1 FROM facts f WHERE f.rowid = ld.doc AND f.user_id = ld.user_id)", [user])]
-            found["lexical_postings_differ"] += [f"{user}: rowid {r[0]}" for r in self._rows(
-                "SELECT DISTINCT lp.doc FROM lexical_postings lp WHERE lp.user_id = ? AND NOT EXISTS "
-                "(SELECT 1 FROM lexical_docs ld WHERE ld.user_id = lp.user_id AND ld.doc = lp.doc "
-                "AND ld.live = lp.live AND ld.length = lp.length "
-                "AND instr(' ' || ld.terms || ' ', ' ' || lp.term || ' '))", [user])]
-            totals = self._rows("SELECT (SELECT count(*) FROM lexical_docs WHERE user_id = ?1), "
-                                "(SELECT coalesce(sum(length), 0) FROM lexical_docs WHERE user_id = ?1), "
-                                "(SELECT docs FROM lexical_stats WHERE user_id = ?1), "
-                                "(SELECT tokens FROM lexical_stats WHERE user_id = ?1)", [user])[0]
-            if totals[0] and (totals[0], totals[1]) != (totals[2], totals[3]):
-                found["lexical_totals_differ"].append(f"{user}: {totals[0]} rows of {totals[1]} tokens, totals say "
-                                                      f"{totals[2]} of {totals[3]}")
-        if user_id is None:
-            known = set(users)
-            found["lexical_index_of_no_user"] = sorted(
-                {r[0] for r in self._rows("SELECT DISTINCT user_id FROM lexical_docs")} - known
-                | {f"table {t}" for t in self._legacy_lexical_tables()})
-        return {k: v for k, v in found.items() if v}
