@@ -23,6 +23,7 @@ from datetime import datetime
 
 from .models import Fact, new_id
 from .providers.cues import change_names, counts_of, cue_of, names_of, shared_names
+from .providers.earlier import mentions
 from .providers.extractive import split_sentences
 from .stores.record_protocols import IngestRecords
 from .temporal import STATEMENT, is_own, normalize_name
@@ -170,10 +171,7 @@ def _remainder(old: Fact, shared: frozenset[str], now: datetime, *, only_own: bo
     kept = [p for p in parts if (_OWN.match(p) or not only_own) and not shared_names(names_of(p, values=True), shared)]
     if not kept or len(kept) == len(parts) or len(" ".join(kept).split()) < 3:
         return None
-    text = ", ".join(kept)
-    prefix = old.content[:len(old.content) - len(old.object)] if old.content.endswith(old.object) else ""
-    return replace(old, id=new_id(), object=text, content=f"{prefix}{text}", valid_until=None, superseded_by=None,
-                   expired_at=None, created_at=now)
+    return _restated(old, ", ".join(kept), now)
 
 
 def _substituted(old: Fact, correction: str, shared: frozenset[str], now: datetime, *,
@@ -186,8 +184,10 @@ def _substituted(old: Fact, correction: str, shared: frozenset[str], now: dateti
     for "august" (a month takes the day after it along). A ``swap`` the correction states in words
     (``("beagle", "basset hound mix")``) is carried out when ``old`` says its wrong word.
     """
-    said = [w.strip(".,!?;:()'\"").lower() for w in correction.split()]
     text = old.object if old.predicate == STATEMENT else old.content
+    if swap is not None and mentions(text, swap[0]):
+        return _swapped(old, swap, shared - names_of(swap[0]), now)
+    said = [w.strip(".,!?;:()'\"").lower() for w in correction.split()]
     own = {w.strip(".,!?;:()'\"").lower() for w in text.split()}
     swaps: list[tuple[str, str]] = []
     for kind in _VALUE_KINDS.values():
@@ -200,8 +200,6 @@ def _substituted(old: Fact, correction: str, shared: frozenset[str], now: dateti
         if at + 1 < len(said) and _VALUE_KINDS["number"].match(said[at + 1]):
             value = f"{value} {said[at + 1]}"  # "september 2"
         swaps.append((next(iter(wrong)), value))
-    if swap is not None and re.search(rf"(?<![\w'’]){re.escape(swap[0])}(?![\w'’])", text, re.IGNORECASE):
-        return _swapped(old, swap, shared - names_of(swap[0]), now)
     if not swaps:
         return None
     content, obj = old.content, old.object
@@ -223,8 +221,11 @@ def _swapped(old: Fact, swap: tuple[str, str], others: frozenset[str], now: date
     kept = [p.strip(" ,") for sentence in split_sentences(old.object) for p in _CLAUSES.split(sentence)
             if p.strip(" ,") and (pattern.search(p) or not shared_names(names_of(p, values=True), others))]
     text = pattern.sub(right, ", ".join(kept))
-    if not kept or text == old.object:
-        return None
+    return _restated(old, text, now) if kept and text != old.object else None
+
+
+def _restated(old: Fact, text: str, now: datetime) -> Fact:
+    """A new current statement saying ``text`` in ``old``'s place: its speaker's prefix ("Sam: "), times and sources."""
     prefix = old.content[:len(old.content) - len(old.object)] if old.content.endswith(old.object) else ""
     return replace(old, id=new_id(), object=text, content=f"{prefix}{text}", valid_until=None, superseded_by=None,
                    expired_at=None, created_at=now)
