@@ -25,7 +25,7 @@ from .config import MemoryConfig
 from .corrections import plan_corrections
 from .errors import NotFoundError, ValidationError
 from .models import Entity, Episode, Fact, IngestResult, Message
-from .named import named_by_cues
+from .named import named_by_cues, named_by_stages
 from .outbox import FactChange, OutboxOp
 from .providers.base import ExtractedCorrection, Extraction
 from .resolve import canonical_predicate, entity_id, is_first_person, speaker_of
@@ -207,6 +207,12 @@ class RuleApplier:
         named = named_by_cues(self.records, user, proposals, proposed.cues, said_at=proposed.said_at,
                               skip={*taken, *proposed.hearsay}, assistant=self.config.assistant_speaker, now=now,
                               counts=proposed.counts)
+        staged = named_by_stages(self.records, user, proposals, said_at=proposed.said_at,
+                                 skip={*taken, *proposed.hearsay, *named.corrected, *named.replaced},
+                                 assistant=self.config.assistant_speaker, now=now)
+        named.replaced.update(staged.replaced)
+        named.stored += staged.stored
+        named.remainders += staged.remainders
         taken, extra, replaced = {**taken, **named.corrected}, [*extra, *named.stored], named.replaced
         if named.remainders:  # what the retired statements said of other things stays, as statements of their own
             proposals = [*proposals, *named.remainders]

@@ -22,14 +22,16 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .models import Fact, new_id
+from .providers.claims import about_others, split_talk
 from .providers.cues import change_names, counts_of, cue_of, names_of, shared_names
 from .providers.earlier import mentions
 from .providers.extractive import split_sentences
+from .stages import stages_of, track
 from .stores.record_protocols import IngestRecords
 from .temporal import STATEMENT, is_own, normalize_name
 from .tenant import Tenant
 
-__all__ = ["Named", "named_by_cues"]
+__all__ = ["Named", "named_by_cues", "named_by_stages"]
 
 #: A name found in more of a user's current facts than this is a topic ("painting", "work"), not one
 #: thing ("the corolla"): a claim does not retire what merely shares a topic with it.
@@ -159,6 +161,77 @@ def named_by_cues(records: IngestRecords, user: Tenant, proposals: Sequence[Fact
     return out
 
 
+def named_by_stages(records: IngestRecords, user: Tenant, proposals: Sequence[Fact], *,
+                    said_at: Mapping[str, datetime], skip: Collection[str], assistant: str | None,
+                    now: datetime) -> Named:
+    """The earlier statements that a proposal's later stage of a track ends (:mod:`zep_core.stages`).
+
+    "we're back from the honeymoon!! married life is weird" ends "omar and i are engaged": the
+    speaker's older statement at an earlier stage of the same track, about the same person
+    (:func:`_same_subject`), is replaced; what the speaker said of themselves in its other sentences
+    stays (a remainder).
+    The assistant's words never end the user's.
+    """
+    out, stored = Named(), {}
+    helper = normalize_name(assistant or "")
+    proposed = {f.id for f in proposals}
+    for new in proposals:
+        subject = normalize_name(new.subject)
+        if new.predicate != STATEMENT or new.id in skip or (helper and subject == helper):
+            continue
+        speaker = subject.split("'s ", 1)[0]
+        for name, (rank, spans) in stages_of(new.object).items():
+            if rank == 0:
+                continue
+            line = track(name)
+            hits = records.lexical_search(user, line.words, limit=8, context_weight=0.0)
+            found = [f for f in records.get_facts(user, list(hits)).values() if f.is_current]
+            earlier = [f for f in proposals if said_at.get(f.id, f.valid_from) < said_at.get(new.id, new.valid_from)]
+            for old in [*found, *earlier]:
+                if (old.id == new.id or old.id in skip or old.id in out.replaced or old.predicate != STATEMENT
+                        or old.valid_from > new.valid_from or set(old.source_message_ids) & set(new.source_message_ids)
+                        or not is_own(normalize_name(old.subject), speaker)):
+                    continue
+                before = stages_of(old.object).get(name)
+                if before is None or before[0] >= rank or not _same_subject(
+                        old.object, before[1], new.object, spans, line.words, named=line.named):
+                    continue
+                out.replaced[old.id] = new.id
+                if old.id not in proposed:
+                    stored[old.id] = old
+                kept = [s for s in split_talk(old.object) if _OWN.match(s) and name not in stages_of(s)]
+                if kept and len(" ".join(kept).split()) >= 3 and " ".join(kept) != old.object:
+                    out.remainders.append(_restated(old, " ".join(kept), now))
+    out.stored = list(stored.values())
+    return out
+
+
+def _same_subject(old: str, old_spans: Sequence[tuple[int, int]], new: str, new_spans: Sequence[tuple[int, int]],
+                  words: str, *, named: bool) -> bool:
+    """Whether two statements of one track speak of the same person.
+
+    They do when they share a name besides the track's own words ("leo starts kindergarten",
+    "leo's in first grade"), or (``named`` False) when both are about the speaker ("omar and i are
+    engaged", "married life is weird").
+    """
+    def rest(text: str, spans: Sequence[tuple[int, int]]) -> frozenset[str]:
+        for start, end in sorted(spans, reverse=True):
+            text = f"{text[:start]} {text[end:]}"
+        return names_of(text) - set(words.split())
+
+    if shared_names(rest(old, old_spans), rest(new, new_spans)):
+        return True
+    return not named and not any(about_others(_sentence_at(text, spans[0][0]))
+                                 for text, spans in ((old, old_spans), (new, new_spans)))
+
+
+def _sentence_at(text: str, at: int) -> str:
+    """The sentence of ``text`` that the character at ``at`` is in."""
+    start = max((m.end() for m in re.finditer(r"[.!?\n]\s+", text[:at])), default=0)
+    end = next((m.start() for m in re.finditer(r"[.!?\n](?:\s|$)", text[at:])), len(text) - at) + at
+    return text[start:end]
+
+
 def _remainder(old: Fact, shared: frozenset[str], now: datetime, *, only_own: bool = True) -> Fact | None:
     """What ``old`` (a statement) said of other things than ``shared``, as a statement of its own; None if nothing.
 
@@ -213,8 +286,10 @@ def _substituted(old: Fact, correction: str, shared: frozenset[str], now: dateti
 
 
 def _swapped(old: Fact, swap: tuple[str, str], others: frozenset[str], now: datetime) -> Fact | None:
-    """``old`` with ``swap``'s wrong words put right, keeping the clauses that say the value or name nothing
-    of ``others`` (what the correction says anew: "howling is a bit better" retires "she won't stop howling").
+    """``old`` with ``swap``'s wrong words put right.
+
+    It keeps the clauses that say the value or name nothing of ``others`` (what the correction says
+    anew: "howling is a bit better" retires "she won't stop howling").
     """
     wrong, right = swap
     pattern = re.compile(rf"(?<![\w'’]){re.escape(wrong)}(?![\w'’])", re.IGNORECASE)

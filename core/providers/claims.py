@@ -35,7 +35,8 @@ from .cues import change_names, counts_of, cue_of, names_of, recalled_swap, with
 from .lexicon import FILLER_WORDS
 from .talk import SMALL_TALK_WORDS, is_small_talk, values_of_kind
 
-__all__ = ["ASK", "CLAIM", "DROP", "ClaimReader", "Reading", "claim_groups", "said_before", "split_talk", "with_claim"]
+__all__ = ["ASK", "CLAIM", "DROP", "ClaimReader", "Reading", "about_others", "claim_groups", "said_before",
+           "split_talk", "with_claim"]
 
 CLAIM, ASK, DROP = "claim", "ask", "drop"
 
@@ -92,6 +93,17 @@ _WANTS = re.compile(r"(?i)\b(?:ideas|tips|recs|recommendations|advice|suggestion
 _DATED = re.compile(r"(?i)\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mondays|tuesdays|"
                     r"wednesdays|thursdays|fridays|saturdays|sundays|tues|thurs|weekdays?|january|february|march|"
                     r"april|june|july|august|september|october|november|december)\b")
+
+def about_others(sentence: str) -> bool:
+    """Whether ``sentence`` is said of someone else than its speaker ("my son leo starts kindergarten").
+
+    Example:
+        >>> about_others("my son leo starts kindergarten"), about_others("omar and i are engaged")
+        (True, False)
+
+    """
+    return bool(_ABOUT_OTHERS.search(sentence))
+
 
 # --- sentences ------------------------------------------------------------------------------
 

@@ -20,6 +20,11 @@ __all__ = ["COMMON_WORDS", "change_names", "counts_of", "cue_of", "names_of", "r
 
 # --- cues ---------------------------------------------------------------------------------
 
+#: Who a thing can be given to (and is not itself a thing given).
+_PEOPLE = (r"(?:niece|nephew|son|daughter|kid|kids|child|sister|brother|cousin|friend|mom|mum|dad|parents|"
+           r"neighbou?r|coworker|roommate|aunt|uncle|grandma|grandpa|husband|wife|partner|boyfriend|girlfriend)")
+#: Whom a thing went to (and the name after: "my nephew jonah"), in a change that gives it away: not what changed.
+_RECIPIENT = re.compile(rf"(?i)\bto\s+(?:my|our|a)\s+(?:\w+\s+)?{_PEOPLE}\b(?:\s+\w+)?")
 #: It says something replaced, changed or ended: "switched to", "got rid of", "passed away", "no longer".
 _CHANGE = re.compile(
     r"(?i)(?<![\w'])(?:switch(?:ed|ing)\s+(?:from|to|over|me|us|back|jobs|majors|careers)|replac(?:ed|ing)|"
@@ -33,6 +38,9 @@ _CHANGE = re.compile(
     r"fully\s+over|cancel+ed|called\s+off|closed\s+(?:down|for\s+good)|pulled\s+(?:the|his|her|my|our|their)|"
     r"pushed\s+(?:it|back|to)|postponed|rescheduled|moved\s+(?:to|out|back|in\s+with|closer)|relocated|"
     r"went\s+(?:w|with)\s+(?:a|an|the)|plot\s+twist|"
+    # a thing given away: "the macbook went to my niece", "gave my old bike to a neighbour"
+    r"(?:gave|handed|passed)\s+(?:it|them|(?:the|my|our)\s+(?:old\s+)?\w+)\s+(?:down\s+|on\s+)?to\s+(?:my|our|a)|"
+    rf"(?:the|my|our)\s+(?:old\s+)?(?!{_PEOPLE}\b)\w+\s+(?:went|is\s+going|goes)\s+to\s+(?:my|our)\s+(?:\w+\s+)?{_PEOPLE}|"
     r"(?:raised|dropped|increased|decreased|bumped|jumped|(?:is|'s|went|goes|going|came|comes)\s+(?:up|down))\s+"
     r"(?:\w+\s+)?to\s+[$€£]?\d[\d,.]*[k%]?)"
     r"(?![\w'])")
@@ -99,6 +107,8 @@ def change_names(sentence: str, *, announced: bool = True) -> frozenset[str]:
         (['running'], [])
         >>> sorted(change_names("we had to put biscuit down yesterday")), sorted(change_names("raised rent to $2,100"))
         (['biscuit'], ['rent'])
+        >>> sorted(change_names("the macbook went to my niece for school"))
+        ['macbook']
         >>> cue_of("rent went up to $2,100"), cue_of("I was pre-approved for up to $350,000")
         ('change', None)
         >>> cue_of("graduated last weekend 🎓"), cue_of("I graduated with a First-Class distinction from Mumbai")
@@ -106,7 +116,7 @@ def change_names(sentence: str, *, announced: bool = True) -> frozenset[str]:
 
     """
     said = [c for c in _CLAUSE_BREAK.split(sentence) if _CHANGE.search(c) or _ENDED.search(c)]
-    names = frozenset().union(*map(names_of, said))
+    names = frozenset().union(*(names_of(_RECIPIENT.sub(" ", c)) for c in said))  # the niece got it: she did not change
     # a cue of its own clause ("plot twist: i love running now") announces the rest of the sentence
     return names or (names_of(sentence) if announced else frozenset())
 

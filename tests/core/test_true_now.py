@@ -170,3 +170,11 @@ def test_an_exam_passed_ends_what_was_said_of_it_beside_another_change(memory):
     now = _current(memory)
     assert not _said(now, "cpa exam is april 3rd")
     assert _said(now, "deloitte")
+
+
+def test_a_thing_given_away_ends_what_was_said_of_it_not_of_whom_it_went_to(memory):
+    _tell(memory, "my old ipad keeps crashing when i draw. my nephew jonah is obsessed with minecraft",
+          "bought a surface pro for drawing, the ipad went to my nephew jonah")
+    now = _current(memory)
+    assert not _said(now, "ipad keeps crashing")
+    assert _said(now, "jonah is obsessed with minecraft") and _said(now, "surface pro")
