@@ -50,6 +50,13 @@ class MemoryRecordStore(MemoryFactRows):
     def close(self) -> None:
         """Nothing to close."""
 
+    def checkpoint_in_background(self) -> None:
+        """No log to checkpoint."""
+
+    def checkpoint(self) -> int:
+        """No log: no pages left."""
+        return 0
+
     def lock_tenants(self, tenants: Iterable[Tenant]) -> None:
         """One process, one store: nothing to lock."""
         for tenant in tenants:
