@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
+import pickle
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -63,7 +64,7 @@ class MemoryRecordStore(MemoryFactRows):
     def transaction(self) -> Iterator[None]:
         """Everything inside or nothing: the state is copied first and put back on an error."""
         with self._lock:
-            saved = copy.deepcopy(self.s)
+            saved = pickle.loads(pickle.dumps(self.s, pickle.HIGHEST_PROTOCOL))
             try:
                 yield
             except BaseException:
