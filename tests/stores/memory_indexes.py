@@ -28,8 +28,7 @@ class MemoryVectorIndex:
         """Insert or replace vectors (normalised, so a dot product is the cosine)."""
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or len(ids) != len(vectors):
-            raise StoreError(f"vector upsert needs one vector per id: {len(ids)} ids, vectors of shape "
-                             f"{vectors.shape}")
+            raise StoreError(f"vector upsert needs one vector per id: {len(ids)} ids, vectors of shape {vectors.shape}")
         stored = self.vectors.setdefault((user_id, kind), {})
         for i, v in zip(ids, vectors):
             norm = float(np.linalg.norm(v))
@@ -102,8 +101,9 @@ class MemoryGraphIndex:
         for k in edges:
             self.edges.pop(tuple(k), None)
 
-    def neighbours(self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None,
-                   limit: int = 200) -> set[str]:
+    def neighbours(
+        self, user_id: str, entity_ids: Sequence[str], *, as_of: str | None = None, limit: int = 200
+    ) -> set[str]:
         """Entities one hop from the user's ``entity_ids`` over current (or as-of) edges (as Kùzu's; no Protocol's)."""
         start, found = set(entity_ids), {}
         for e in self.edges.values():
@@ -132,8 +132,11 @@ class MemoryGraphIndex:
     def snapshot(self, user_id: str | None = None) -> tuple[set[str], dict[str, bool]]:
         """Entity ids and ``{fact_id: current}`` of one user, or of all (None)."""
         nodes = {i for i, n in self.nodes.items() if user_id in (None, n.user_id)}
-        edges = {e.fact_id: e.current for e in self.edges.values()
-                 if user_id is None or getattr(self.nodes.get(e.subject_id), "user_id", None) == user_id}
+        edges = {
+            e.fact_id: e.current
+            for e in self.edges.values()
+            if user_id is None or getattr(self.nodes.get(e.subject_id), "user_id", None) == user_id
+        }
         return nodes, edges
 
     def drop_user(self, user_id: str) -> None:

@@ -38,8 +38,8 @@ def stem(word: str) -> str:
         w = w[:-1] if _measure(w[:-3]) > 0 else w
     else:
         for suffix in ("ed", "ing"):
-            if w.endswith(suffix) and _has_vowel(w[:-len(suffix)]):
-                w = w[:-len(suffix)]
+            if w.endswith(suffix) and _has_vowel(w[: -len(suffix)]):
+                w = w[: -len(suffix)]
                 if w.endswith(("at", "bl", "iz")):
                     w += "e"
                 elif len(w) > 1 and w[-1] == w[-2] and _consonant(w, len(w) - 1) and w[-1] not in "lsz":

@@ -21,8 +21,7 @@ def test_a_memory_on_the_double_writes_no_file_and_finds_its_data_when_opened_ag
     with Memory(config, stores=opener) as memory:
         assert isinstance(memory._stores.vectors, VectorIndex) and isinstance(memory._stores.graph, GraphIndex)
         memory.conversation_end("s1", [Message("I live in Paris.", name="Alice")], user_id="alice")
-        memory.conversation_end("s2", [Message("I moved to Berlin and I work at Acme.", name="Alice")],
-                                user_id="alice")
+        memory.conversation_end("s2", [Message("I moved to Berlin and I work at Acme.", name="Alice")], user_id="alice")
         memory.conversation_end("s1", [Message("I live in Rome.", name="Bob")], user_id="bob")
     assert not (tmp_path / "data").exists()
     with Memory(config, stores=opener) as again:
