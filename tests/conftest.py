@@ -13,8 +13,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from zep_core import Memory, MemoryConfig
+from zep_core.stores import open_stores
 
-from tests.backends import BACKENDS
+from tests.backends import BACKENDS, DOUBLE
 
 UTC = timezone.utc
 
@@ -79,7 +80,8 @@ def every_user_in_chroma(make):
 def backend() -> str:
     """The stores a test's memories run on: ``sqlite`` (the data folder), unless a conftest parametrizes it.
 
-    A directory whose suites run on both backends parametrizes it with :func:`tests.pg.both_backends`.
+    A directory whose suites run on both backends parametrizes it with :func:`tests.pg.both_backends`;
+    the core suites that run on the double too, with :func:`tests.backends.with_the_double`.
     """
     return BACKENDS[0]
 
@@ -88,10 +90,10 @@ def backend() -> str:
 def backend_options(request, backend):
     """``MemoryConfig`` options that put a data folder's memory on the test's backend.
 
-    ``backend_options(data_dir)``: ``{}`` on SQLite; on PostgreSQL the URL of a database of
+    ``backend_options(data_dir)``: ``{}`` on SQLite and the double; on PostgreSQL the URL of a database of
     its own for each data folder (a test that opens two folders gets two databases).
     """
-    if backend == "sqlite":
+    if backend in ("sqlite", DOUBLE):
         return lambda data_dir: {}
     from tests.pg import fresh_database
 
@@ -108,8 +110,22 @@ def backend_options(request, backend):
 
 
 @pytest.fixture
-def make_memory(tmp_path, embedder, clock, backend_options):
-    """Open memories on real stores (SQLite/Chroma/Kùzu in tmp_path, or PostgreSQL); closed after the test."""
+def backend_stores(backend):
+    """What opens the stores of the test's memories: the registry's (``open_stores``), or the double's.
+
+    The double's opener (:class:`tests.stores.memory_backend.MemoryBackend`) is one per test: a
+    folder opened again in the test finds what was stored in it, as on disk.
+    """
+    if backend != DOUBLE:
+        return open_stores
+    from tests.stores.memory_backend import MemoryBackend
+
+    return MemoryBackend()
+
+
+@pytest.fixture
+def make_memory(tmp_path, embedder, clock, backend_options, backend_stores):
+    """Open memories on the test's backend (SQLite/Chroma/Kùzu in tmp_path, PostgreSQL, or the double); closed after."""
     opened: list[Memory] = []
 
     def make(data_dir=None, **options) -> Memory:
@@ -117,7 +133,7 @@ def make_memory(tmp_path, embedder, clock, backend_options):
         if "database_url" not in options:
             options.update(backend_options(data_dir))
         cfg = MemoryConfig(data_dir=data_dir, embedder=options.pop("embedder", embedder), **options)
-        memory = Memory(cfg, clock=options.pop("clock", clock))
+        memory = Memory(cfg, clock=options.pop("clock", clock), stores=backend_stores)
         opened.append(memory)
         return memory
 

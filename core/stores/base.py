@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .record_protocols import (
+    FacadeRecords,
     GraphRecords,
     IngestRecords,
     MaintenanceRecords,
@@ -28,8 +29,8 @@ from .record_protocols import (
 )
 
 __all__ = ["EntityNode", "FactEdge", "GraphIndex", "VectorIndex", "VECTOR_KINDS", "RETIRED_VECTOR_KINDS",
-           "GraphRecords", "IngestRecords", "MaintenanceRecords", "RetrievalRecords", "SessionRecords", "SyncRecords",
-           "TransferRecords", "VectorTierRecords"]
+           "FacadeRecords", "GraphRecords", "IngestRecords", "MaintenanceRecords", "RetrievalRecords", "SessionRecords",
+           "SyncRecords", "TransferRecords", "VectorTierRecords"]
 
 #: Collections kept per user: current facts, the hot path. Superseded facts are searched for
 #: ``as_of`` in SQLite, where their vectors are kept anyway (``RecordStore.history_search``).

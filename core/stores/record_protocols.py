@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..tenant import Tenant
     from .rows import RankingRow, StoredFact
 
-__all__ = ["GraphRecords", "IngestRecords", "MaintenanceRecords", "RetrievalRecords", "SessionRecords",
+__all__ = ["FacadeRecords", "GraphRecords", "IngestRecords", "MaintenanceRecords", "RetrievalRecords", "SessionRecords",
            "SyncRecords", "TransferRecords", "VectorTierRecords"]
 
 
@@ -438,3 +438,42 @@ class TransferRecords(Protocol):
 
     def write_facts(self, facts: Iterable[StoredFact]) -> None:
         """Insert or replace fact rows and index them lexically (call inside :meth:`transaction`)."""
+
+
+@runtime_checkable
+class FacadeRecords(Protocol):
+    """What the façade reads itself (:mod:`zep_core.memory`, :mod:`zep_core.admin`) and :mod:`zep_core.parts` asks."""
+
+    def checkpoint(self) -> int:
+        """Copy what the store's own log holds into its files, if it keeps one; the log pages left (0: none)."""
+
+    def checkpoint_in_background(self) -> None:
+        """Leave the log's checkpoints to :meth:`checkpoint`, called from a thread of its own (or nothing to do)."""
+
+    def entity_history(self, tenant: Tenant, entity_id: str) -> list[Fact]:
+        """Every fact with the entity as subject or object, by valid_from ascending."""
+
+    def episode_ids(self, tenant: Tenant | None = None, *, status: str | None = None,
+                    limit: int = 1_000_000) -> list[str]:
+        """Episode ids, oldest first: of the tenant, or of every user (None); of one status if given."""
+
+    def episode_owner(self, episode_id: str) -> Tenant | None:
+        """The user an episode id belongs to, or None if unknown."""
+
+    def get_entities(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, Entity]:
+        """Entities by id, with their aliases, for one user only."""
+
+    def get_episode(self, tenant: Tenant, episode_id: str) -> Episode | None:
+        """Load one of the tenant's episodes with its messages (caller ids restored), or None."""
+
+    def get_facts(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, Fact]:
+        """Facts by id, for one user only."""
+
+    def has_user(self, tenant: Tenant) -> bool:
+        """Whether anything (an episode or a chat turn) was ever stored for the tenant."""
+
+    def iter_fact_ids(self, tenant: Tenant, batch: int = 2000) -> Iterator[list[str]]:
+        """Every fact id of one user, in batches."""
+
+    def users(self) -> list[Tenant]:
+        """Every user with stored episodes or chat messages."""

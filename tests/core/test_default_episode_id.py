@@ -4,7 +4,7 @@ The id is ``episode_key(user, session, messages)``: a hash of the user, the sess
 message's role, name, id, content and timestamp. A message without a timestamp is hashed
 without one, so the same words sent again in the same session are the same episode whatever
 the memory's clock says; a timestamp, another session or another user makes another episode.
-Every test runs on both backends.
+Every test runs on both backends, and on the double of the store seam (:data:`tests.backends.DOUBLE`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 from zep_core import Message
 from zep_core.episodes import episode_key
 
-from tests.backends import BACKENDS
+from tests.backends import BACKENDS, DOUBLE
 from tests.core.fakes import ScriptedExtractor, said
 
-pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+pytestmark = pytest.mark.parametrize("backend", [*BACKENDS, DOUBLE])
 
 UTC = timezone.utc
 PARIS = [Message("I live in Paris.", name="Alice")]

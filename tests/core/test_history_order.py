@@ -13,10 +13,10 @@ import sys
 import pytest
 from zep_core import Message
 
-from tests.backends import BACKENDS
+from tests.backends import BACKENDS, DOUBLE
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", [*BACKENDS, DOUBLE])
 def test_facts_of_the_same_instant_come_by_what_they_say(memory):
     memory.conversation_end("s1", [Message("I work at Acme as a designer. I live in Paris. I like jazz.",
                                            name="Alice")], user_id="alice")

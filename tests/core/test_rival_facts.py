@@ -1,7 +1,8 @@
 """``check_consistency()`` names current facts that the update rules never leave current together.
 
 Two homes at once, or one fact stored twice as current, is what a broken writer (two processes
-applying one episode, before issue 44) left behind; the check must see it, on both backends.
+applying one episode, before issue 44) left behind; the check must see it, on both backends and
+on the double of the store seam.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from zep_core.models import Fact
 from zep_core.stores.rows import StoredFact
 from zep_core.tenant import Tenant
 
-from tests.backends import BACKENDS
+from tests.backends import BACKENDS, DOUBLE
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", [*BACKENDS, DOUBLE])
 def test_check_consistency_names_current_facts_that_cannot_hold_together(make_memory, embedder):
     memory = make_memory()
     memory.conversation_end("s1", [Message("I live in Paris. I like chess.", name="Ann")], user_id="ann")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from zep_core import Message
 from zep_core.temporal import normalize_name, plan_updates
 
@@ -101,6 +102,7 @@ def test_a_predicate_of_many_values_reads_only_the_values_said_again(make_memory
     assert any("Bergen" in c for c in current) and not any("Oslo" in c for c in current)
 
 
+@pytest.mark.data_folder  # a SQLite file of schema version 2
 def test_a_folder_from_before_the_object_key_gets_it_on_open(make_memory, tmp_path):
     import sqlite3
 

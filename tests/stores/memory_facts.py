@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -17,12 +16,9 @@ from zep_core.names import STATEMENT, normalize_name
 from zep_core.stores.rows import FactRow, RankingRow, StoredFact, entity_from_row, fact_from_row, iso, parse_time
 from zep_core.tenant import Tenant, key
 
-_WORD = re.compile(r"\w+")
+from tests.stores.memory_words import doc_terms, question_terms
+
 _IDS = ("facts", "entities", "episodes")
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.casefold())
 
 
 class MemoryFactRows:
@@ -195,16 +191,17 @@ class MemoryFactRows:
                         context_weight: float = 1.0) -> list[tuple[str, float]]:
         """The user's best ``limit`` current (or as-of) facts by the words of ``text``: ``(fact id, BM25)``.
 
-        BM25 over each fact's words (content, subject, predicate, object) and the tenant's own
+        BM25 over each fact's words (content, subject, predicate, object; stemmed, and the
+        question's without stopwords: :mod:`tests.stores.memory_words`) and the tenant's own
         counts; equal scores go to the older row.
         """
         rows = self._facts(tenant)
-        docs = {r["row"].id: _words(" ".join((r["row"].content, r["row"].subject, r["row"].predicate.replace("_", " "),
-                                             r["row"].object))) for r in rows}
+        docs = {r["row"].id: doc_terms(" ".join((r["row"].content, r["row"].subject,
+                                                 r["row"].predicate.replace("_", " "), r["row"].object))) for r in rows}
         if not docs or limit <= 0:
             return []
         average = sum(map(len, docs.values())) / len(docs)
-        terms = set(_words(text))
+        terms = question_terms(text)
         hits = {t: sum(t in words for words in docs.values()) for t in terms}
         scores = []
         for r in rows:

@@ -5,12 +5,17 @@ As httpx's ``MockTransport`` is to its transports: the proof that the record Pro
 rows as the SQL stores give them (:mod:`zep_core.stores.rows`); its lexical ranking is a
 plain BM25 over a fact's words, not FTS5's, so it promises what the contract asserts, not
 the SQL stores' exact scores. A transaction is a copy of the state, put back on an error.
+As the SQLite store runs each statement and transaction under one lock, every method runs
+under one lock here (a memory's indexer and refresh threads share the store).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
+import pickle
+import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -24,12 +29,30 @@ from zep_core.tenant import Tenant, key
 from tests.stores.memory_facts import MemoryFactRows
 
 
+def _one_at_a_time(cls: type) -> type:
+    """Every public method of ``cls`` under the store's lock (a transaction holds it from start to end)."""
+
+    def locked(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return method(self, *args, **kwargs)
+        return call
+
+    for name in dir(cls):
+        if not name.startswith("_") and name != "transaction" and callable(getattr(cls, name)):
+            setattr(cls, name, locked(getattr(cls, name)))
+    return cls
+
+
+@_one_at_a_time
 class MemoryRecordStore(MemoryFactRows):
     """Every record Protocol over dicts and lists; rows keep the order they were written in."""
 
     needs_check = False
 
     def __init__(self) -> None:
+        self._lock = threading.RLock()
         self._order = itertools.count(1)
         self._seq = itertools.count(1)
         self.s: dict[str, Any] = {"meta": {}, "episodes": {}, "messages": {}, "facts": {}, "entities": {},
@@ -40,15 +63,23 @@ class MemoryRecordStore(MemoryFactRows):
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Everything inside or nothing: the state is copied first and put back on an error."""
-        saved = copy.deepcopy(self.s)
-        try:
-            yield
-        except BaseException:
-            self.s = saved
-            raise
+        with self._lock:
+            saved = pickle.loads(pickle.dumps(self.s, pickle.HIGHEST_PROTOCOL))
+            try:
+                yield
+            except BaseException:
+                self.s = saved
+                raise
 
     def close(self) -> None:
         """Nothing to close."""
+
+    def checkpoint_in_background(self) -> None:
+        """No log to checkpoint."""
+
+    def checkpoint(self) -> int:
+        """No log: no pages left."""
+        return 0
 
     def lock_tenants(self, tenants: Iterable[Tenant]) -> None:
         """One process, one store: nothing to lock."""

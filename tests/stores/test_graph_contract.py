@@ -1,6 +1,8 @@
-"""One contract for the graph index, run against every implementation of :class:`GraphIndex`.
+"""One contract for the graph index, run against every implementation of :class:`GraphIndex`: Kùzu, and the double.
 
-Times are ISO strings as the stores keep them (``records.iso``: UTC, microseconds, ``+00:00``),
+A test marked ``cypher`` reads through ``read_query``, which only the implementations of
+:data:`TAKE_CYPHER` have (the double has none: ``Memory.cypher`` builds a graph of its own
+from the records). Times are ISO strings as the stores keep them (``records.iso``: UTC, microseconds, ``+00:00``),
 so string order is time order.
 """
 
@@ -14,9 +16,18 @@ from zep_core.errors import QueryError
 from zep_core.stores.base import EntityNode, FactEdge, GraphIndex
 from zep_core.stores.graph import KuzuGraphIndex
 
+from tests.stores.memory_indexes import MemoryGraphIndex
+
+#: The double's shelf in this test: opening it again in the test finds what it held, as a folder does.
+SHELF = pytest.StashKey[dict]()
+
 
 def kuzu_embedded(folder: Path, request: pytest.FixtureRequest) -> GraphIndex:
     return KuzuGraphIndex(folder / "graph", buffer_pool_mb=64)
+
+
+def in_memory(folder: Path, request: pytest.FixtureRequest) -> GraphIndex:
+    return MemoryGraphIndex(request.node.stash.setdefault(SHELF, {}))
 
 
 #: Every implementation under test: a name and a function that opens one over this test's folder
@@ -24,10 +35,20 @@ def kuzu_embedded(folder: Path, request: pytest.FixtureRequest) -> GraphIndex:
 #: with ``request.getfixturevalue(...)``, as the vector contract does with ``chroma_server``.
 IMPLEMENTATIONS: dict[str, Callable[[Path, pytest.FixtureRequest], GraphIndex]] = {
     "kuzu-embedded": kuzu_embedded,
+    "memory": in_memory,
 }
+#: The implementations that take read-only Cypher (``read_query``): the only ones a ``cypher`` test runs on.
+TAKE_CYPHER = {"kuzu-embedded"}
 
 
-@pytest.fixture(params=list(IMPLEMENTATIONS))
+def pytest_generate_tests(metafunc):
+    if "open_graph" in metafunc.fixturenames:
+        cypher = metafunc.definition.get_closest_marker("cypher") is not None
+        metafunc.parametrize("open_graph", [name for name in IMPLEMENTATIONS if not cypher or name in TAKE_CYPHER],
+                             indirect=True)
+
+
+@pytest.fixture
 def open_graph(request, tmp_path) -> Callable[[], GraphIndex]:
     """Open the implementation under test over this test's own folder."""
     opener = IMPLEMENTATIONS[request.param]
@@ -77,6 +98,7 @@ def test_every_implementation_is_a_graph_index(graph):
 # -- upserts and deletes ------------------------------------------------------------------
 
 
+@pytest.mark.cypher
 def test_upserting_the_same_entity_twice_keeps_one_node(graph):
     graph.upsert_entities([node("alice", "paris")])
     graph.upsert_entities([node("alice", "paris")])
@@ -99,12 +121,14 @@ def test_entities_of_two_users_stay_apart(graph):
     assert graph.snapshot("carol") == (set(), {})
 
 
+@pytest.mark.cypher
 def test_an_upserted_fact_links_its_two_entities_as_current(graph):
     add(graph, "alice", "a b", ("f1", "a", "b"))
     assert graph.snapshot("alice") == (ids("alice", "a", "b"), {"f1": True})
     assert fact_rows(graph, "f1") == [{"current": True, "since": t(2024), "until": None}]
 
 
+@pytest.mark.cypher
 def test_upserting_a_fact_again_replaces_its_state_without_duplicating_it(graph):
     add(graph, "alice", "a b", ("f1", "a", "b"))
     superseded = fact("f1", "alice", "a", "b", since=t(2024), until=t(2025), current=False)
@@ -223,6 +247,7 @@ def test_related_never_includes_other_users(village):
 # -- read_query -----------------------------------------------------------------------------
 
 
+@pytest.mark.cypher
 def test_read_query_returns_rows_keyed_by_the_return_names(village):
     rows = village.read_query("MATCH (a:Entity)-[r:FACT]->(b:Entity) WHERE a.id = $id "
                               "RETURN a.name AS subject, r.predicate AS predicate, b.name AS object, "
@@ -232,6 +257,7 @@ def test_read_query_returns_rows_keyed_by_the_return_names(village):
     assert village.read_query("MATCH (e:Entity) WHERE e.id = 'nobody' RETURN e.id AS id", {}) == []
 
 
+@pytest.mark.cypher
 @pytest.mark.parametrize("write", [
     "CREATE (:Entity {id: 'intruder', user_id: 'alice', name: 'Intruder', entity_type: 'thing'})",
     "MATCH (e:Entity) SET e.name = 'Changed'",
@@ -250,6 +276,7 @@ def test_a_write_through_read_query_raises_and_leaves_the_graph_unchanged(villag
     assert "alice-later" in village.snapshot("alice")[0]
 
 
+@pytest.mark.cypher
 def test_a_failing_read_query_raises_query_error(graph):
     with pytest.raises(QueryError):
         graph.read_query("MATCH (e:Nowhere) RETURN e", {})

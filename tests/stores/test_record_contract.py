@@ -17,7 +17,7 @@ from zep_core.models import Entity, Episode, Fact, Message
 from zep_core.stores.records import RecordStore, StoredFact, iso
 from zep_core.tenant import Tenant
 
-from tests.backends import BACKENDS, OPENERS
+from tests.backends import BACKENDS, DOUBLE, OPENERS
 
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
 ANN, BOB = Tenant.of("ann"), Tenant.of("bob")
@@ -29,14 +29,8 @@ ANN, BOB = Tenant.of("ann"), Tenant.of("bob")
 ALL_JOBS = frozenset({"episodes", "sessions", "facts", "lexical", "entities", "outbox"})
 
 
-def _memory(request, tmp_path):
-    from tests.stores.memory_records import MemoryRecordStore
-
-    return MemoryRecordStore()
-
-
 #: ... and the double in dicts (:mod:`tests.stores.memory_records`): the proof that the Protocols are the whole seam.
-IMPLEMENTATIONS = {**{name: (OPENERS[name], ALL_JOBS) for name in BACKENDS}, "memory": (_memory, ALL_JOBS)}
+IMPLEMENTATIONS = {name: (OPENERS[name], ALL_JOBS) for name in (*BACKENDS, DOUBLE)}
 
 
 def jobs(*names):

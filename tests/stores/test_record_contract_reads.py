@@ -150,6 +150,13 @@ def test_chat_turns_go_out_and_come_back_in_with_their_episode_marks(store):
                                                                            ("chat", "hi", None)]
 
 
+def test_a_checkpoint_may_be_asked_for_at_any_time_and_keeps_what_was_written(store):
+    store.checkpoint_in_background()
+    _episode(store, ANN, "e1", "I live in Paris.")
+    assert store.checkpoint() >= 0 and store.checkpoint() >= 0
+    assert [m.content for m in store.get_episode(ANN, "e1").messages] == ["I live in Paris."]
+
+
 def test_every_protocol_method_is_called():
     """Every method of every record Protocol is called by the contract suite, so every backend is held to it."""
     here = Path(__file__).parent

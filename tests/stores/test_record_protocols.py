@@ -18,6 +18,7 @@ CONSUMERS = {
     "SessionRecords": ("sessions.py",), "SyncRecords": ("sync.py", "indexing.py"),
     "VectorTierRecords": ("stores/tiered.py",), "GraphRecords": ("stores/sandbox.py",),
     "MaintenanceRecords": ("maintenance.py",), "TransferRecords": ("transfer.py",),
+    "FacadeRecords": ("memory.py", "admin.py", "parts.py"),
 }
 
 

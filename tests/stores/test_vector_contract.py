@@ -1,4 +1,8 @@
-"""One contract for the vector index: Chroma embedded, embedded in a child process (the default), and a server."""
+"""One contract for the vector index: Chroma embedded, in a child process (the default), a server, and the double.
+
+The double (:class:`tests.stores.memory_indexes.MemoryVectorIndex`) keeps its vectors on a
+shelf of the test's own: opened again on it, it finds them, as Chroma does in its folder.
+"""
 
 from __future__ import annotations
 
@@ -25,9 +29,12 @@ def axis(i: int) -> np.ndarray:
     return v
 
 
-@pytest.fixture(params=["embedded", "process", "server"])
+@pytest.fixture(params=["embedded", "process", "server", "memory"])
 def location(request, tmp_path):
-    """How to open the index under test: a folder (here or in a child), or a server URL with this test's own folder."""
+    """How to open the index under test: a folder (here or in a child), a server URL with this test's own folder,
+    or the double's shelf."""
+    if request.param == "memory":
+        return {"shelf": {}}
     if request.param == "process" and not available():
         pytest.skip("this platform has no fork() (Windows), so Chroma runs in the memory's process")
     if request.param in ("embedded", "process"):
@@ -36,6 +43,10 @@ def location(request, tmp_path):
 
 
 def open_index(location):
+    if "shelf" in location:
+        from tests.stores.memory_indexes import MemoryVectorIndex
+
+        return MemoryVectorIndex(location["shelf"])
     options = dict(location)
     if options.pop("process", False):
         return ChromaProcess(options["path"])
