@@ -175,26 +175,32 @@ def named_by_stages(records: IngestRecords, user: Tenant, proposals: Sequence[Fa
     out, stored = Named(), {}
     helper = normalize_name(assistant or "")
     proposed = {f.id for f in proposals}
+    found: dict[str, list[Fact]] = {}  # a track's stored statements, read once per episode
+
+    def stored_of(name: str) -> list[Fact]:
+        if name not in found:
+            hits = records.lexical_search(user, track(name).words, limit=8, context_weight=0.0)
+            found[name] = [f for f in records.get_facts(user, list(hits)).values() if f.is_current]
+        return found[name]
+
     for new in proposals:
         subject = normalize_name(new.subject)
         if new.predicate != STATEMENT or new.id in skip or (helper and subject == helper):
             continue
         speaker = subject.split("'s ", 1)[0]
+        earlier = [f for f in proposals if said_at.get(f.id, f.valid_from) < said_at.get(new.id, new.valid_from)]
         for name, (rank, spans) in stages_of(new.object).items():
             if rank == 0:
                 continue
             line = track(name)
-            hits = records.lexical_search(user, line.words, limit=8, context_weight=0.0)
-            found = [f for f in records.get_facts(user, list(hits)).values() if f.is_current]
-            earlier = [f for f in proposals if said_at.get(f.id, f.valid_from) < said_at.get(new.id, new.valid_from)]
-            for old in [*found, *earlier]:
+            for old in [*stored_of(name), *earlier]:
                 if (old.id == new.id or old.id in skip or old.id in out.replaced or old.predicate != STATEMENT
                         or old.valid_from > new.valid_from or set(old.source_message_ids) & set(new.source_message_ids)
                         or not is_own(normalize_name(old.subject), speaker)):
                     continue
                 before = stages_of(old.object).get(name)
                 if before is None or before[0] >= rank or not _same_subject(
-                        old.object, before[1], new.object, spans, line.words, named=line.named):
+                        name, old.object, before[1], new.object, spans, named=line.named):
                     continue
                 out.replaced[old.id] = new.id
                 if old.id not in proposed:
@@ -206,30 +212,25 @@ def named_by_stages(records: IngestRecords, user: Tenant, proposals: Sequence[Fa
     return out
 
 
-def _same_subject(old: str, old_spans: Sequence[tuple[int, int]], new: str, new_spans: Sequence[tuple[int, int]],
-                  words: str, *, named: bool) -> bool:
-    """Whether two statements of one track speak of the same person.
+def _same_subject(name: str, old: str, old_spans: Sequence[tuple[int, int]], new: str,
+                  new_spans: Sequence[tuple[int, int]], *, named: bool) -> bool:
+    """Whether two statements of the track ``name`` speak of the same person.
 
     They do when they share a name besides the track's own words ("leo starts kindergarten",
-    "leo's in first grade"), or (``named`` False) when both are about the speaker ("omar and i are
-    engaged", "married life is weird").
+    "leo's in first grade"), or (``named`` False) when both say their stage of the speaker
+    ("omar and i are engaged", "married life is weird").
     """
+    words = set(track(name).words.split())
+
     def rest(text: str, spans: Sequence[tuple[int, int]]) -> frozenset[str]:
         for start, end in sorted(spans, reverse=True):
             text = f"{text[:start]} {text[end:]}"
-        return names_of(text) - set(words.split())
+        return names_of(text) - words
 
     if shared_names(rest(old, old_spans), rest(new, new_spans)):
         return True
-    return not named and not any(about_others(_sentence_at(text, spans[0][0]))
-                                 for text, spans in ((old, old_spans), (new, new_spans)))
-
-
-def _sentence_at(text: str, at: int) -> str:
-    """The sentence of ``text`` that the character at ``at`` is in."""
-    start = max((m.end() for m in re.finditer(r"[.!?\n]\s+", text[:at])), default=0)
-    end = next((m.start() for m in re.finditer(r"[.!?\n](?:\s|$)", text[at:])), len(text) - at) + at
-    return text[start:end]
+    return not named and not any(about_others(s) for text in (old, new) for s in split_talk(text)
+                                 if name in stages_of(s))
 
 
 def _remainder(old: Fact, shared: frozenset[str], now: datetime, *, only_own: bool = True) -> Fact | None:
