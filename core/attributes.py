@@ -47,14 +47,17 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "we finally closed on our first house", "I'm living with two roommates now", "we're settled in the new place",
         "my place is a tiny studio above a bakery"), (
         "any good restaurants in the city?", "my parents live in another state", "I'm visiting a friend's house",
-        "our office is downtown")),
+        "our office is downtown", "I have enough points for a free night at a hotel",
+        "we stayed at a beach resort for the weekend")),
     Attribute("work", True, (
         "I work as a nurse at the hospital", "I'm a software engineer at a bank", "I got a new job as a designer",
         "I start at a new company on Monday", "I quit my job last week", "I got promoted to team lead",
         "I'm between jobs right now", "I do IT support for a school district", "I work the night shift",
         "I was laid off in the spring", "I switched careers and now I teach", "I retired last year",
         "I run my own small business"), (
-        "work was busy today", "my coworker is annoying", "I need a resume template", "the office party is friday")),
+        "work was busy today", "my coworker is annoying", "I need a resume template", "the office party is friday",
+        "Tuesday afternoon could work well for me", "I want a morning routine that works for me",
+        "I finally retired my old running shoes", "I go for a walk before work")),
     Attribute("study", True, (
         "I'm studying biology at university", "I switched my major to economics", "I graduated last spring",
         "I'm in my second year of college", "I'm taking night classes for a degree", "I dropped out of my program",
@@ -98,7 +101,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "what's a good workout", "I watched a tennis match")),
     Attribute("possession", False, (
         "I bought a new laptop", "I have an old phone with a cracked screen", "I sold my camera",
-        "my bike got stolen", "I own a piano", "I got a new phone", "my old laptop went to my niece"), (
+        "my bike got stolen", "I own a piano", "I got a new phone", "my old laptop went to my niece",
+        "I got rid of my old couch and bought a new one"), (
         "which laptop should I buy?", "phones are expensive")),
     Attribute("money", False, (
         "my rent is 1500 a month", "I make about 60k a year", "my budget is 500 dollars", "I have 10k in savings",

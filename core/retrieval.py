@@ -149,7 +149,7 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
     ``fusion="rrf"`` sums ``weight / (rrf_k + rank)`` over the three rankings: by
     cosine, by BM25, and the graph's — the candidates it matches, ranked by hop and then
     by how well they fit the question (``graph_fit``: ``words``, the fusion of the first
-    two rankings; ``cosine``, meaning alone), so the graph orders a named person's facts
+    two rankings; otherwise meaning alone: :class:`Retriever` reads ``auto`` per query), so the graph orders a named person's facts
     instead of lifting all of them. ``fusion="weighted"`` is the spec's sum,
     ``w_s * sm + w_g * gm + w_l * bm25 / max(bm25)``.
 
@@ -333,6 +333,8 @@ class Retriever:
                 semantic[fid] = float(valid[fid].vector @ vector)
         recency = {i: r.fact.valid_from for i, r in valid.items()}
         asker = {i for i in graph if {valid[i].fact.subject_id, valid[i].fact.object_id} & asker_ids}
+        if scoring.graph_fit == "auto":
+            scoring = replace(scoring, graph_fit=self._fit(user, asker_ids if asker else set(), as_of, scoring))
         start, end = query.window or ("", "")
         in_window = {i for i, r in valid.items() if start <= r.fact.valid_from < end}
         ranked = score_candidates({i: s for i, s in semantic.items() if i in valid}, graph, scoring,
@@ -351,6 +353,20 @@ class Retriever:
                    newer=older.get(s.fact_id)) for s in ranked[: scoring.context_limit]]
         entity_ids = [e for f in out for e in (valid[f.id].fact.subject_id, valid[f.id].fact.object_id) if e]
         return out, list(dict.fromkeys(entity_ids))
+
+    def _fit(self, user: str, asker_ids: set[str], as_of: str | None, scoring: ScoringSettings) -> str:
+        """``graph_fit="auto"`` for one query: ``words`` when an asker holds more facts than the meaning ranking fetches.
+
+        Then the meaning ranking reached only the asker's nearest facts, and the others came
+        by their words: ordered by cosine, each of them would fall below every fact found by
+        meaning. With fewer, the meaning ranking reached all of them, and their cosine order
+        stands. A question that does not speak in the first person keeps ``cosine``.
+        """
+        reach = scoring.semantic_candidates
+        for asker in sorted(asker_ids):
+            if len(self.records.facts_touching(user, [asker], as_of=as_of, limit=reach + 1)) > reach:
+                return "words"
+        return "cosine"
 
     def _nearest(self, user: str, text: str, k: int) -> tuple[Any, list[tuple[str, float]]]:
         """The query's vector and the user's ``k`` current facts nearest to it (the vector index)."""

@@ -95,12 +95,17 @@ class ScoringSettings:
             ago", "last Saturday", "in January"): the candidates that became true then,
             ranked by cosine; 0 switches it off.
         graph_fit: how the graph ranks the facts of one hop (the asker's own, in a
-            first-person question) among themselves: ``cosine`` (default), by meaning alone;
+            first-person question) among themselves: ``cosine``, by meaning alone;
             ``words``, by their fusion of meaning and words, so that the user's turn that says
-            the question's words comes before the ones only on its topic. ``words`` is ahead on
-            long histories of one person's chat (LongMemEval-S all@5 .693 against .588) and on
-            LoCoMo's categories 1-4, behind on LongMemEval's oracle at k=10 (.900 against .921)
-            and LoCoMo's adversarial questions (docs/benchmarks.md, issue 46).
+            the question's words comes before the ones only on its topic; ``auto`` (default),
+            ``words`` for the asker's facts when the asker has more current facts than the
+            meaning ranking fetches (``semantic_candidates``), else ``cosine``. In a short
+            history the meaning ranking reaches every fact of the asker and orders them well
+            (LongMemEval's oracle: .921 at k=10 against .900 with ``words``); in a long one it
+            reaches only the nearest, the others come by their words, and ordering those by
+            cosine would put each of them below every fact found by meaning (LongMemEval-S
+            all@5 .689 against .588). Named people's hops keep ``cosine`` under ``auto``: it is
+            ahead on LoCoMo's adversarial questions (docs/benchmarks.md, issue 46).
 
     Raises:
         ConfigError: a value is out of range or of the wrong type.
@@ -129,13 +134,13 @@ class ScoringSettings:
     asker_weight: float = 3.0
     lexical_context_weight: float = 1.0
     time_weight: float = 1.0
-    graph_fit: Literal["words", "cosine"] = "cosine"
+    graph_fit: Literal["auto", "words", "cosine"] = "auto"
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
             raise ConfigError(f"fusion must be 'rrf' or 'weighted', got {self.fusion!r}")
-        if self.graph_fit not in ("words", "cosine"):
-            raise ConfigError(f"graph_fit must be 'words' or 'cosine', got {self.graph_fit!r}")
+        if self.graph_fit not in ("auto", "words", "cosine"):
+            raise ConfigError(f"graph_fit must be 'auto', 'words' or 'cosine', got {self.graph_fit!r}")
         if self.graph_mode not in ("boost", "candidates"):
             raise ConfigError(f"graph_mode must be 'boost' or 'candidates', got {self.graph_mode!r}")
         if not all(_is_real(w) and w >= 0 for w in (self.lexical_weight, self.asker_weight,

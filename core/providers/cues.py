@@ -28,7 +28,7 @@ _RECIPIENT = re.compile(rf"(?i)\bto\s+(?:my|our|a)\s+(?:\w+\s+)?{_PEOPLE}\b(?:\s
 #: It says something replaced, changed or ended: "switched to", "got rid of", "passed away", "no longer".
 _CHANGE = re.compile(
     r"(?i)(?<![\w'])(?:switch(?:ed|ing)\s+(?:from|to|over|me|us|back|jobs|majors|careers)|replac(?:ed|ing)|"
-    r"instead|upgrad(?:ed|ing)\s+(?:to|from)|traded(?:\s+it)?\s+in|got\s+rid\s+of|sold|gave\s+away|returned|"
+    r"instead|upgrad(?:ed|ing)\s+(?:to|from)|traded(?:\s+it)?\s+in|got\s+rid\s+of|sold(?!\s+(?:\d|a\s+(?:few|lot|couple)|some|several|many|out))|gave\s+away|returned|"
     r"no\s+longer|not\s+\w+\s+any\s?more|any\s?more|no\s+more|passed\s+away|passed\s+in|died|"
     r"put\s+(?:\w+\s+)?down|rehom(?:e|ed|ing)|stole|stolen|lost\s+(?:my|our)|"
     # news of a graduation ("graduated last weekend!!"), not a life story ("graduated with honors from…")
@@ -65,6 +65,13 @@ _ENDED = re.compile(r"(?i)\bend\s+of\s+an\s+era\b")
 _NEGATED = re.compile(r"(?i)(?:\b(?:don'?t|do\s+not|won'?t|will\s+not|never|not|didn'?t|can'?t|cannot|couldn'?t|"
                       r"wouldn'?t|shouldn'?t|mustn'?t|gonna|going\s+to|want\s+to|hope\s+to|might|may|should|"
                       r"would|could|if)\s+(?:\w+\s+)?)$")
+#: A change only weighed, not made: "I'm thinking of wearing the sneakers instead", "I might check out the
+#: gallery instead", "considering switching to…".
+_CONSIDERED = re.compile(r"(?i)\b(?:thinking\s+(?:of|about)|consider(?:ing)?|plann?ing\s+(?:to|on)|wondering|might|maybe|"
+                         r"debating|deciding\s+(?:whether|if)|not\s+sure\s+(?:whether|if))\b")
+#: The clause of a change that asks about it: "… - can I use fresh spinach instead of frozen?".
+_ASKED = re.compile(r"(?i)(?:^|[,;:]\s+|\s[-–—]+\s+)(?:(?:so|and|but|also|or)\s+)?(?:can|could|should|would|will|do|"
+                    r"does|did|is|are|was|were|how|what|which|why|where|when)\s+[^,;:–—]*$")
 
 
 def cue_of(sentence: str) -> str | None:
@@ -76,11 +83,17 @@ def cue_of(sentence: str) -> str | None:
         >>> cue_of("I told you I was 34, I'm 36"), cue_of("remember the festival I told you about?")
         ('correction', None)
 
+    A change asked about ("can I use fresh spinach instead of frozen?") or only weighed ("I'm
+    thinking of wearing the sneakers instead") has not happened: no cue.
+
     """
     if _CORRECTION.search(sentence) or (_RECALLED.search(sentence) and _CONTRAST.search(sentence)):
         return "correction"
     found = _CHANGE.search(sentence)
-    if (found and not _NEGATED.search(sentence[:found.start()])) or _ENDED.search(sentence):
+    before = sentence[:found.start()] if found else ""
+    asked = bool(_ASKED.search(before)) and sentence.rstrip(" )\"'").endswith("?")
+    if (found and not _NEGATED.search(before) and not _CONSIDERED.search(before) and not asked) \
+            or _ENDED.search(sentence):
         return "change"
     return None
 

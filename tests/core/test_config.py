@@ -138,7 +138,7 @@ def test_from_env_still_sets_the_endpoint_and_overrides_win():
     ({"single_valued_predicates": "lives_in"}, "single_valued_predicates must be a collection"),
     ({"fusion": "max"}, "fusion must be 'rrf' or 'weighted', got 'max'"),
     ({"graph_mode": "flood"}, "graph_mode must be 'boost' or 'candidates'"),
-    ({"graph_fit": "loud"}, "graph_fit must be 'words' or 'cosine', got 'loud'"),
+    ({"graph_fit": "loud"}, "graph_fit must be 'auto', 'words' or 'cosine', got 'loud'"),
     ({"lexical_weight": -0.1}, "lexical_weight, lexical_context_weight, asker_weight and time_weight must be >= 0"),
     ({"asker_weight": "3"}, "lexical_weight, lexical_context_weight, asker_weight and time_weight must be >= 0"),
     ({"time_weight": -1}, "lexical_weight, lexical_context_weight, asker_weight and time_weight must be >= 0"),

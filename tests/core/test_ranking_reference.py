@@ -74,6 +74,12 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
         scores = {i: scores[i] for i in keep}
     asker = (set(records.facts_touching(T(user), asker_ids, as_of=as_of, among=only)) & set(scores)
              if asker_ids else set())
+    if scoring.graph_fit == "auto":  # words for an asker with more facts than the meaning ranking fetches
+        every = [s for ids in records.iter_fact_ids(T(user)) for s in records.stored_facts(T(user), ids).values()
+                 if (s.fact.valid_at(when) if when else s.fact.is_current)]
+        held = [sum(a in (s.subject_id, s.object_id) for s in every) for a in (asker_ids if asker else [])]
+        scoring = replace(scoring, graph_fit="words" if any(n > scoring.semantic_candidates for n in held)
+                          else "cosine")
     missing = [f for f in set(scores) | set(lexical) if f not in semantic]
     for fid, vec in records.fact_vectors(T(user), missing).items():
         semantic[fid] = float(vec @ vector)
@@ -114,6 +120,9 @@ SETTINGS = {
     "require_both": {"require_both": True},
     "three hops": {"graph_hops": 3, "hop_scores": (1.0, 0.5, 0.25)},
     "asker weighs more": {"asker_weight": 2.0},
+    "meaning orders a hop": {"graph_fit": "cosine"},
+    "meaning and words order a hop": {"graph_fit": "words"},
+    "a short reach": {"semantic_candidates": 12},
 }
 
 

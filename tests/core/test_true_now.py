@@ -178,3 +178,36 @@ def test_a_thing_given_away_ends_what_was_said_of_it_not_of_whom_it_went_to(memo
     now = _current(memory)
     assert not _said(now, "ipad keeps crashing")
     assert _said(now, "jonah is obsessed with minecraft") and _said(now, "surface pro")
+
+
+def test_a_change_asked_about_or_only_weighed_retires_nothing(memory):
+    _tell(memory, "my bialetti moka pot makes bitter coffee, maybe the grind is too fine?",
+          "question about coffee - can I use a french press instead of the bialetti?",
+          "I'm thinking of getting rid of the bialetti and buying an espresso machine. what's a good budget one?",
+          "I might try a pour-over instead of the bialetti this weekend.")
+    assert _said(_current(memory), "bialetti moka pot makes bitter coffee")
+    _tell(memory, "ok I finally replaced the bialetti with a breville bambino", user="kim", name="Kim")
+    assert _said(_current(memory, "kim"), "breville bambino")
+
+
+def test_the_change_said_after_weighing_it_still_retires(memory):
+    _tell(memory, "my bialetti moka pot makes bitter coffee, maybe the grind is too fine?",
+          "I'm thinking of getting rid of the bialetti and buying an espresso machine. what's a good budget one?",
+          "ok I finally replaced the bialetti with a breville bambino")
+    now = _current(memory)
+    assert not _said(now, "bialetti moka pot makes bitter coffee")
+    assert _said(now, "breville bambino")
+
+
+def test_goods_sold_at_a_stall_are_no_change_of_the_sellers_things(memory):
+    _tell(memory, "I make beeswax candles at home and sell them at the craft fair on saturdays.",
+          "Good weekend: I sold 30 candles at the craft fair and 12 jars of honey.")
+    assert _said(_current(memory), "make beeswax candles at home")
+
+
+def test_a_time_that_could_work_is_not_a_claim_about_work(memory):
+    _tell(memory, "I think Thursday afternoon at 3 pm could work well. I go to the pool at 6 pm after the call.",
+          "big news, I quit my job at the bakery and start as a paralegal at a law firm downtown!")
+    now = _current(memory)
+    assert _said(now, "go to the pool at 6 pm")
+    assert _said(now, "paralegal")
