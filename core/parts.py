@@ -83,27 +83,38 @@ class Parts:
             self.maintenance = Maintenance(config, self.stores, self.sync, self.ingest, self.embedder,
                                            self.summarizer, self.now)
             self.maintenance.open(self.data_dir)
-        except BaseException:
+            limits = config.limits
+            self.sandbox = CypherSandbox(records, GRAPH_SCHEMA, self.data_dir / "cypher", SandboxLimits(
+                timeout_s=limits.cypher_timeout_s, max_rows=limits.cypher_max_rows,
+                memory_mb=limits.cypher_memory_mb, tenants=limits.cypher_cache_tenants))
+            try:
+                self.workers = self._start(owner, refresh)
+            except BaseException:
+                self.sandbox.close()
+                raise
+        except BaseException:  # nothing is left open: the stores, the folder lock, a started thread
             self.closed = True
             self.stores.close(clean=not self.stores.recovering)  # a crash not yet recovered from stays one
             raise
-        limits = config.limits
-        self.sandbox = CypherSandbox(records, GRAPH_SCHEMA, self.data_dir / "cypher", SandboxLimits(
-            timeout_s=limits.cypher_timeout_s, max_rows=limits.cypher_max_rows, memory_mb=limits.cypher_memory_mb,
-            tenants=limits.cypher_cache_tenants))
-        self.workers = self._start(owner, refresh)
 
     def _start(self, owner: object, refresh: Callable[[], object]) -> Workers:
-        """The background threads: the WAL checkpoint, the indexer, the entity-refresh schedule."""
+        """The background threads: the WAL checkpoint, the indexer, the entity-refresh schedule.
+
+        A thread that cannot start stops the ones started before it, and the error is raised.
+        """
         workers = Workers(owner)
         records = self.stores.records
-        records.checkpoint_in_background()
-        workers.every("zep-checkpoint", CHECKPOINT_S, records.checkpoint)
-        if self.config.index_writes == "background" and self.stores.derived:  # nothing to index on PostgreSQL
-            workers.start("zep-indexer", self.sync.run_indexer, wake=self.sync.wake)
-        if self.config.auto_refresh:
-            interval = max(self.config.entity_refresh_interval.total_seconds(), 0.05)
-            workers.every("zep-entity-refresh", interval, refresh)
+        try:
+            records.checkpoint_in_background()
+            workers.every("zep-checkpoint", CHECKPOINT_S, records.checkpoint)
+            if self.config.index_writes == "background" and self.stores.derived:  # nothing to index on PostgreSQL
+                workers.start("zep-indexer", self.sync.run_indexer, wake=self.sync.wake)
+            if self.config.auto_refresh:
+                interval = max(self.config.entity_refresh_interval.total_seconds(), 0.05)
+                workers.every("zep-entity-refresh", interval, refresh)
+        except BaseException:
+            workers.stop()
+            raise
         return workers
 
     def now(self) -> datetime:

@@ -42,10 +42,10 @@ class Workers:
               wake: Callable[[], None] | None = None) -> None:
         """Run ``target(stopping)`` in a daemon thread; ``wake`` interrupts its wait at stop."""
         thread = threading.Thread(target=target, args=(self.stopping,), name=name, daemon=True)
+        thread.start()  # may raise ("can't start new thread"): then nothing of it is kept to stop
         self._threads.append(thread)
         if wake is not None:
             self._wakers.append(wake)
-        thread.start()
         if self._exit_hook is None:
             self._exit_hook = functools.partial(_close_at_exit, self)
             atexit.register(self._exit_hook)

@@ -138,3 +138,26 @@ def test_the_embedded_defaults_twice_share_one_memory(tmp_path):
     finally:
         first.close()
         second.close()
+
+
+def test_a_memory_whose_threads_cannot_start_leaves_nothing_open(config, monkeypatch):
+    """The system is out of threads: the open fails with its error, and the folder is free again."""
+    import threading
+
+    start = threading.Thread.start
+
+    def refuse_the_indexer(thread):
+        if thread.name == "zep-indexer":  # the second thread: the checkpoint's has started by then
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refuse_the_indexer)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        Memory(config)
+    monkeypatch.undo()
+
+    assert not [t for t in threading.enumerate() if t.name.startswith("zep-checkpoint")]
+    assert open_elsewhere(config.data_dir).startswith("opened")  # the folder lock went with the stores
+    with Memory(config) as memory:  # and this process opens it afresh
+        memory.conversation_end("s1", [Message("I live in Rome.", name="Ann")], user_id="ann")
+        assert "Ann lives in Rome." in memory.context_block("Where does Ann live?", user_id="ann")
