@@ -13,7 +13,7 @@ Facts without a stated time take their message's time, in message order
 (:func:`zep_core.temporal.message_times`).
 
 Everything slow — the extractor, fact and entity embeddings — happens before the
-writers' lock is taken; under it only SQLite is read and written, so one slow
+writers' lock is taken; under it only the record store is read and written, so one slow
 remote call never blocks the other writers.
 
 :meth:`Ingestor.conversation_end_many` is the same pipeline for many episodes, a

@@ -149,8 +149,8 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
     ``fusion="rrf"`` sums ``weight / (rrf_k + rank)`` over the three rankings: by
     cosine, by BM25, and the graph's — the candidates it matches, ranked by hop and then
     by how well they fit the question (``graph_fit``: ``words``, the fusion of the first
-    two rankings; otherwise meaning alone: :class:`Retriever` reads ``auto`` per query), so the graph orders a named person's facts
-    instead of lifting all of them. ``fusion="weighted"`` is the spec's sum,
+    two rankings; otherwise meaning alone: :class:`Retriever` reads ``auto`` per query), so
+    the graph orders a named person's facts instead of lifting all of them. ``fusion="weighted"`` is the spec's sum,
     ``w_s * sm + w_g * gm + w_l * bm25 / max(bm25)``.
 
     Args:
@@ -300,7 +300,7 @@ class Retriever:
         as_of = iso(when) if when else None
         # The query is embedded and looked up in the vector index in another thread while this one
         # reads what needs only the words: the lexical ranking and the entities the text names
-        # (SQLite, like onnxruntime, an embedding API or the vector process's socket, leaves the
+        # (the record store's driver, like onnxruntime, an embedding API or the vector process's socket, leaves the
         # interpreter lock free while it works). Queued index writes of the user go first.
         about_assistant = bool(self._assistant) and asks_what_the_assistant_said(query.text)
         voice = self._assistant if about_assistant else query.asker  # whose words the answer is in
@@ -317,7 +317,7 @@ class Retriever:
             frontiers, asker_ids = self._frontiers(query, as_of, about_assistant)
         vector, found = nearest.result()
         semantic = dict(found)
-        if as_of is not None:  # what was true then and is no longer: in SQLite, not in the index
+        if as_of is not None:  # what was true then and is no longer: in the record store, not the index
             semantic.update(self.records.history_search(user, vector, k, as_of))
         ids = set(semantic)
         if whole_graph and frontiers:
@@ -326,7 +326,7 @@ class Retriever:
         rows = self.records.ranking_rows(user, list(ids | {fid for fid, _ in words}))
         found = {r.fact.id for r in rows}
         lexical = {fid: score for fid, score in words if fid in found}
-        valid = {r.fact.id: r for r in rows if r.fact.holds(as_of)}  # re-checked: Chroma may be behind SQLite
+        valid = {r.fact.id: r for r in rows if r.fact.holds(as_of)}  # re-checked: the vectors may lag the records
         graph = self._graph_scores(valid, frontiers, scoring, vector, capped=whole_graph)
         for fid in (set(graph) | set(lexical)) - set(semantic):
             if fid in valid:
@@ -355,7 +355,7 @@ class Retriever:
         return out, list(dict.fromkeys(entity_ids))
 
     def _fit(self, user: str, asker_ids: set[str], as_of: str | None, scoring: ScoringSettings) -> str:
-        """``graph_fit="auto"`` for one query: ``words`` when an asker holds more facts than the meaning ranking fetches.
+        """``graph_fit="auto"`` for one query: ``words`` when an asker holds more facts than meaning fetches.
 
         Then the meaning ranking reached only the asker's nearest facts, and the others came
         by their words: ordered by cosine, each of them would fall below every fact found by

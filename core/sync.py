@@ -10,7 +10,7 @@ indexer, at once (``index_writes="sync"``, or ``apply_now=True``), or by the nex
 in between leaves the rows behind, and the next open replays them. Applying is
 idempotent: the target state of every fact and entity is read from the record store, so
 a row applied twice, or after a crash, ends in the same place. Where the indexes are the
-record tables themselves (PostgreSQL), the records' own commit is the index write: no
+record tables themselves (a database backend), the records' own commit is the index write: no
 outbox row is written and nothing is applied afterwards.
 
 No row can lock a memory: what can never be indexed (a vector that is NaN or of another
@@ -72,7 +72,7 @@ class IndexSync(IndexApplier):
 
     def __init__(self, stores: Stores, *, apply_at_commit: bool = False) -> None:
         super().__init__(stores)
-        #: Whether the indexes are copies to keep up to date (Chroma, Kùzu); on PostgreSQL they
+        #: Whether the indexes are copies to keep up to date (a data folder's); in a database they
         #: are the record tables themselves, so nothing is queued and no read waits.
         self.derived = stores.derived
         self.apply_at_commit = apply_at_commit

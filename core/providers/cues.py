@@ -67,8 +67,8 @@ _NEGATED = re.compile(r"(?i)(?:\b(?:don'?t|do\s+not|won'?t|will\s+not|never|not|
                       r"would|could|if)\s+(?:\w+\s+)?)$")
 #: A change only weighed, not made: "I'm thinking of wearing the sneakers instead", "I might check out the
 #: gallery instead", "considering switching to…".
-_CONSIDERED = re.compile(r"(?i)\b(?:thinking\s+(?:of|about)|consider(?:ing)?|plann?ing\s+(?:to|on)|wondering|might|maybe|"
-                         r"debating|deciding\s+(?:whether|if)|not\s+sure\s+(?:whether|if))\b")
+_CONSIDERED = re.compile(r"(?i)\b(?:thinking\s+(?:of|about)|consider(?:ing)?|plann?ing\s+(?:to|on)|wondering|"
+                         r"might|maybe|debating|deciding\s+(?:whether|if)|not\s+sure\s+(?:whether|if))\b")
 #: The clause of a change that asks about it: "… - can I use fresh spinach instead of frozen?".
 _ASKED = re.compile(r"(?i)(?:^|[,;:]\s+|\s[-–—]+\s+)(?:(?:so|and|but|also|or)\s+)?(?:can|could|should|would|will|do|"
                     r"does|did|is|are|was|were|how|what|which|why|where|when)\s+[^,;:–—]*$")
