@@ -11,9 +11,11 @@ examples.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 from .lexicon import FILLER_WORDS
 from .talk import SMALL_TALK_WORDS
+from .timeparse import find_times
 
 __all__ = ["COMMON_WORDS", "change_names", "counts_of", "cue_of", "names_of", "recalled_swap", "shared_names",
            "without_recall"]
@@ -122,16 +124,29 @@ def change_names(sentence: str, *, announced: bool = True) -> frozenset[str]:
         (['biscuit'], ['rent'])
         >>> sorted(change_names("the macbook went to my niece for school"))
         ['macbook']
+        >>> sorted(change_names("I replaced the ceiling fan about three weeks ago"))
+        ['ceiling', 'fan']
         >>> cue_of("rent went up to $2,100"), cue_of("I was pre-approved for up to $350,000")
         ('change', None)
         >>> cue_of("graduated last weekend 🎓"), cue_of("I graduated with a First-Class distinction from Mumbai")
         ('change', None)
 
     """
-    said = [c for c in _CLAUSE_BREAK.split(sentence) if _CHANGE.search(c) or _ENDED.search(c)]
+    said = [_untimed(c) for c in _CLAUSE_BREAK.split(sentence) if _CHANGE.search(c) or _ENDED.search(c)]
     names = frozenset().union(*(names_of(_RECIPIENT.sub(" ", c)) for c in said))  # the niece got it: she did not change
     # a cue of its own clause ("plot twist: i love running now") announces the rest of the sentence
     return names or (names_of(sentence) if announced else frozenset())
+
+
+#: Any moment will do: only where a time is said matters, not when it resolves to.
+_ANY_TIME = datetime(2000, 1, 1, tzinfo=timezone.utc)
+
+
+def _untimed(clause: str) -> str:
+    """``clause`` without the times it says: when something changed is not what changed ("three weeks ago")."""
+    for m in reversed(find_times(clause, _ANY_TIME)):
+        clause = clause[:m.start] + " " + clause[m.end:]
+    return clause
 
 
 # --- what a correction recalls -----------------------------------------------------------------
