@@ -41,6 +41,7 @@ from .config import MemoryConfig, ScoringSettings
 from .errors import NotFoundError, ValidationError
 from .models import Entity, Fact, to_utc
 from .providers.base import Embedder
+from .providers.claims import asks_for_advice
 from .providers.timeparse import asked_window
 from .render import render_context_block
 from .resolve import asks_what_the_assistant_said, input_aliases, mentions_first_person, mentions_second_person
@@ -334,7 +335,8 @@ class Retriever:
         recency = {i: r.fact.valid_from for i, r in valid.items()}
         asker = {i for i in graph if {valid[i].fact.subject_id, valid[i].fact.object_id} & asker_ids}
         if scoring.graph_fit == "auto":
-            scoring = replace(scoring, graph_fit=self._fit(user, asker_ids if asker else set(), as_of, scoring))
+            askers = asker_ids if asker and not asks_for_advice(query.text) else set()
+            scoring = replace(scoring, graph_fit=self._fit(user, askers, as_of, scoring))
         start, end = query.window or ("", "")
         in_window = {i for i, r in valid.items() if start <= r.fact.valid_from < end}
         ranked = score_candidates({i: s for i, s in semantic.items() if i in valid}, graph, scoring,
@@ -360,7 +362,9 @@ class Retriever:
         Then the meaning ranking reached only the asker's nearest facts, and the others came
         by their words: ordered by cosine, each of them would fall below every fact found by
         meaning. With fewer, the meaning ranking reached all of them, and their cosine order
-        stands. A question that does not speak in the first person keeps ``cosine``.
+        stands. A question that does not speak in the first person keeps ``cosine``, and so
+        does a request for advice ("any tips?": its words are what it wants, not what was said;
+        the caller passes no askers then).
         """
         reach = scoring.semantic_candidates
         for asker in sorted(asker_ids):

@@ -42,9 +42,9 @@ def folder(tmp_path_factory, embedder):
     return path
 
 
-def top3(folder, embedder, **scoring) -> list[str]:
+def top3(folder, embedder, question: str = QUESTION, **scoring) -> list[str]:
     with Memory(MemoryConfig(data_dir=folder, embedder=embedder, scoring=ScoringSettings(**scoring))) as memory:
-        return [f.content for f in memory.get_context(QUESTION, user_id="u1", limit=3)]
+        return [f.content for f in memory.get_context(question, user_id="u1", limit=3)]
 
 
 def test_a_long_history_orders_the_askers_facts_by_meaning_and_words(folder, embedder):
@@ -59,3 +59,11 @@ def test_a_short_history_keeps_the_meaning_order(folder, embedder):
     short = top3(folder, embedder)  # the default reach (50) holds all ten
     assert short == top3(folder, embedder, graph_fit="cosine")
     assert short != top3(folder, embedder, graph_fit="words")
+
+
+def test_a_request_for_advice_keeps_the_meaning_order_in_a_long_history(folder, embedder):
+    """"Any tips?" names what it wants, not what was said: the asker's circumstances come by meaning."""
+    request = "My Zumba class is getting hard. Any tips for keeping up?"
+    asked = top3(folder, embedder, request, semantic_candidates=3)
+    assert asked == top3(folder, embedder, request, semantic_candidates=3, graph_fit="cosine")
+    assert asked != top3(folder, embedder, request, semantic_candidates=3, graph_fit="words")

@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
+from zep_core.providers.claims import asks_for_advice
 from zep_core.resolve import asks_what_the_assistant_said, input_aliases, mentions_second_person
 from zep_core.retrieval import ContextQuery, newer_first, score_candidates
 from zep_core.stores.records import iso
@@ -77,7 +78,8 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
     if scoring.graph_fit == "auto":  # words for an asker with more facts than the meaning ranking fetches
         every = [s for ids in records.iter_fact_ids(T(user)) for s in records.stored_facts(T(user), ids).values()
                  if (s.fact.valid_at(when) if when else s.fact.is_current)]
-        held = [sum(a in (s.subject_id, s.object_id) for s in every) for a in (asker_ids if asker else [])]
+        askers_here = asker_ids if asker and not asks_for_advice(query.text) else []  # advice: by meaning
+        held = [sum(a in (s.subject_id, s.object_id) for s in every) for a in askers_here]
         scoring = replace(scoring, graph_fit="words" if any(n > scoring.semantic_candidates for n in held)
                           else "cosine")
     missing = [f for f in set(scores) | set(lexical) if f not in semantic]
