@@ -104,8 +104,10 @@ class ScoringSettings:
             (LongMemEval's oracle: .921 at k=10 against .900 with ``words``); in a long one it
             reaches only the nearest, the others come by their words, and ordering those by
             cosine would put each of them below every fact found by meaning (LongMemEval-S
-            all@5 .689 against .588). Named people's hops keep ``cosine`` under ``auto``: it is
-            ahead on LoCoMo's adversarial questions (docs/benchmarks.md, issue 46).
+            all@5 .706 against .588). Under ``auto`` a question that is not in the first person
+            (``cosine`` is ahead on LoCoMo's adversarial questions) and a request for advice
+            ("any tips?": its words are what it wants, not what was said) keep ``cosine``
+            (docs/benchmarks.md, issue 46).
 
     Raises:
         ConfigError: a value is out of range or of the wrong type.
