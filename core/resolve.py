@@ -11,9 +11,10 @@ import hashlib
 import re
 
 from .predicates import predicate_aliases
+from .providers.claims import is_request
 from .temporal import normalize_name
 
-__all__ = ["FIRST_PERSON", "canonical_predicate", "entity_id", "input_aliases", "is_first_person",
+__all__ = ["FIRST_PERSON", "asks_for_advice", "canonical_predicate", "entity_id", "input_aliases", "is_first_person",
            "asks_what_the_assistant_said", "mentions_first_person", "mentions_second_person", "speaker_of"]
 
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "i'm", "im"})
@@ -87,6 +88,25 @@ def asks_what_the_assistant_said(text: str) -> bool:
 
     """
     return _ASKS_WHAT_YOU_SAID.search(text) is not None and _ASKS_WHAT_I_SAID.search(text) is None
+
+
+def asks_for_advice(text: str) -> bool:
+    """Whether ``text`` asks for a recommendation or tips ("any suggestions?", "can you recommend a show?").
+
+    Such a request names what it wants, not what was said before: a memory finds the asker's
+    circumstances by meaning, not by the request's words. Asking to be reminded of what was said
+    ("can you remind me what you recommended?") is a question about the past, not a request.
+
+    Example:
+        >>> asks_for_advice("I'm thinking of baking for my colleagues. Any tips?")
+        True
+        >>> asks_for_advice("How many fitness classes do I attend?")
+        False
+        >>> asks_for_advice("Can you remind me of the 7th job on your list?")
+        False
+
+    """
+    return _ASKS_WHAT_YOU_SAID.search(text) is None and is_request(text)
 
 
 def mentions_second_person(text: str) -> bool:

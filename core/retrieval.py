@@ -41,10 +41,15 @@ from .config import MemoryConfig, ScoringSettings
 from .errors import NotFoundError, ValidationError
 from .models import Entity, Fact, to_utc
 from .providers.base import Embedder
-from .providers.claims import asks_for_advice
 from .providers.timeparse import asked_window
 from .render import render_context_block
-from .resolve import asks_what_the_assistant_said, input_aliases, mentions_first_person, mentions_second_person
+from .resolve import (
+    asks_for_advice,
+    asks_what_the_assistant_said,
+    input_aliases,
+    mentions_first_person,
+    mentions_second_person,
+)
 from .stores.base import GraphIndex, VectorIndex
 from .stores.record_protocols import RetrievalRecords
 from .stores.rows import RankingRow, fact_from_row, iso

@@ -35,7 +35,7 @@ from .cues import change_names, counts_of, cue_of, names_of, recalled_swap, with
 from .lexicon import FILLER_WORDS
 from .talk import SMALL_TALK_WORDS, is_small_talk, values_of_kind
 
-__all__ = ["ASK", "CLAIM", "DROP", "ClaimReader", "Reading", "about_others", "asks_for_advice", "claim_groups",
+__all__ = ["ASK", "CLAIM", "DROP", "ClaimReader", "Reading", "about_others", "claim_groups", "is_request",
            "said_before", "split_talk", "with_claim"]
 
 CLAIM, ASK, DROP = "claim", "ask", "drop"
@@ -89,32 +89,22 @@ _QUESTION_WORD = re.compile(r"(?i)^(?:(?:ok|okay|so|and|also|but|anyway|hey|hmm|
                             r"\s+to|\s+kind|\s+sort)\b")
 #: What asks for something, anywhere in a sentence that ends in "?": "gift ideas for my partner?".
 _WANTS = re.compile(r"(?i)\b(?:ideas|tips|recs|recommendations|advice|suggestions|options)\b")
-#: Asking to be told again what was said: a question about the past, not a request.
-_REMINDED = re.compile(r"(?i)\bremind\s+me\b|\b(?:you|we)\s+(?:told|said|mentioned|suggested|recommended|discussed)\b|"
-                       r"\b(?:our|the)\s+(?:previous|last|earlier)\s+(?:conversation|chat)\b")
 #: A day, a date, a number: a sentence that holds one says when or how much, not only how one is.
 _DATED = re.compile(r"(?i)\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mondays|tuesdays|"
                     r"wednesdays|thursdays|fridays|saturdays|sundays|tues|thurs|weekdays?|january|february|march|"
                     r"april|june|july|august|september|october|november|december)\b")
 
-def asks_for_advice(text: str) -> bool:
-    """Whether ``text`` asks for a recommendation or tips ("any suggestions?", "can you recommend a show?").
-
-    Such a request names what it wants, not what was said before: a memory finds the asker's
-    circumstances by meaning, not by the request's words. Asking to be reminded of what was said
-    ("can you remind me what you recommended?") is a question about the past, not a request.
+def is_request(text: str) -> bool:
+    """Whether ``text`` asks for something: a recommendation, tips, help ("any suggestions?", "can you…").
 
     Example:
-        >>> asks_for_advice("I'm thinking of baking for my colleagues. Any tips?")
+        >>> is_request("I'm thinking of baking for my colleagues. Any tips?")
         True
-        >>> asks_for_advice("How many fitness classes do I attend?")
-        False
-        >>> asks_for_advice("Can you remind me of the 7th job on your list?")
+        >>> is_request("How many fitness classes do I attend?")
         False
 
     """
-    return not _REMINDED.search(text) and any(
-        _ASK.search(s) or (_WANTS.search(s) and s.rstrip(" )\"'").endswith("?")) for s in split_talk(text))
+    return any(_ASK.search(s) or (_WANTS.search(s) and s.rstrip(" )\"'").endswith("?")) for s in split_talk(text))
 
 
 def about_others(sentence: str) -> bool:

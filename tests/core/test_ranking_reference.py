@@ -14,8 +14,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
-from zep_core.providers.claims import asks_for_advice
-from zep_core.resolve import asks_what_the_assistant_said, input_aliases, mentions_second_person
+from zep_core.resolve import asks_for_advice, asks_what_the_assistant_said, input_aliases, mentions_second_person
 from zep_core.retrieval import ContextQuery, newer_first, score_candidates
 from zep_core.stores.records import iso
 from zep_core.temporal import normalize_name
