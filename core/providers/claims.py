@@ -310,7 +310,9 @@ class ClaimReader:
     def read(self, sentences: Sequence[str]) -> list[Reading]:
         """One :class:`Reading` per sentence, in order."""
         first = [self._by_rules(s) for s in sentences]
-        open_ = [i for i, r in enumerate(first) if r.act != DROP]
+        # only a claim's meaning is weighed (small talk, its attribute): a question or a dropped sentence
+        # is read by the rules alone, and embedding it would cost as much as a claim
+        open_ = [i for i, r in enumerate(first) if r.act == CLAIM]
         if self.embedder is None or not open_:
             return first
         try:
@@ -324,11 +326,9 @@ class ClaimReader:
         for i, v in zip(open_, vectors):
             r = first[i]
             talk, info = float(np.max(talk_vecs @ v)), float(np.max(info_vecs @ v))
-            if (r.act == CLAIM and r.cue is None and talk >= SMALL_TALK_MIN and talk > info and _short(r.text)
+            if (r.cue is None and talk >= SMALL_TALK_MIN and talk > info and _short(r.text)
                     and not _DATED.search(r.text)):
                 out[i] = Reading(r.text, DROP, by_meaning=True)
-                continue
-            if r.act != CLAIM:
                 continue
             best: dict[str, float] = {}
             for label, score in zip(labels, attr_vecs @ v):

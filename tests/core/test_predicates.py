@@ -83,3 +83,21 @@ def test_claims_said_in_other_words_read_as_their_attribute_nine_times_in_ten(re
 @pytest.mark.parametrize("name", sorted(NOT_CLAIMS))
 def test_questions_and_what_others_do_are_not_claims_about_the_speaker(reader, name):
     assert name not in [r.attribute for r in reader.read(NOT_CLAIMS[name])]
+
+
+def test_only_claims_are_weighed_by_meaning_a_question_costs_no_embedding():
+    from zep_core.providers.local import LocalEmbedder
+
+    class Counting(LocalEmbedder):
+        texts: list[str] = []
+
+        def embed(self, texts):
+            type(self).texts += list(texts)
+            return super().embed(texts)
+
+    reader = ClaimReader(Counting())
+    reader.read(["I live in Oslo"])  # the examples' vectors, embedded once per embedder
+    Counting.texts = []
+    readings = reader.read(["any tips for a first marathon?", "what shoes should I get?", "I run 20 miles a week"])
+    assert [r.act for r in readings] == ["ask", "ask", "claim"]
+    assert Counting.texts == ["I run 20 miles a week"]
