@@ -83,6 +83,12 @@ _ABOUT_OTHERS = re.compile(
     r"teacher|manager|team|dog|cat|pet|puppy|kitten)s?\b(?!\s+and\s+(?:i|me)\b)|(?:she|he|they)(?:'s|'re|\s)|"
     r"[a-z]+'s\s+(?:in|at|a|an|"
     r"the|been|going|starting|moving|working|turning|getting|doing|now)\b)")
+#: A value that is over or not yet: "in my previous role as…", "my former landlord", "I used to…",
+#: "I'd like to start…", "I'm planning to…". History or a wish, not what holds now: by its meaning
+#: alone such a sentence names no one-value attribute, so a later claim on it does not retire the
+#: sentence (nor would the sentence retire what holds).
+_NOT_NOW = re.compile(r"(?i)\b(?:previous|former|prior|used\s+to|(?:i'?d|i\s+would)\s+(?:like|love)\s+to|"
+                      r"i\s+(?:want|hope|plan|intend)\s+to|i'?m\s+(?:planning|hoping|aiming)\s+to)\b")
 #: A question by its first words, with or without its mark: "what should I cook tonight", "where can I…".
 _QUESTION_WORD = re.compile(r"(?i)^(?:(?:ok|okay|so|and|also|but|anyway|hey|hmm|btw)[\s,]+)*"
                             r"(?:what|where|how|which|who|why|when)(?:'s|\s+is|\s+are|\s+do|\s+does|\s+should|\s+can|\s+could|\s+would|\s+will|"
@@ -337,6 +343,7 @@ class ClaimReader:
             ranked = sorted(((k, x) for k, x in best.items() if not k.startswith("-") and x > best.get("-" + k, -1.0)),
                             key=lambda kv: -kv[1])
             if ranked and ranked[0][1] >= ATTRIBUTE_MIN and not _ABOUT_OTHERS.search(r.text) and (
+                    r.cue is not None or not _NOT_NOW.search(r.text)) and (
                     len(ranked) < 2 or ranked[0][1] - ranked[1][1] >= ATTRIBUTE_MARGIN):
                 sure = r.cue is not None  # meaning alone names an attribute (to be retired), it does not retire
                 out[i] = Reading(r.text, CLAIM, ranked[0][0], r.cue, r.names, sure=sure)

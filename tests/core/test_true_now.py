@@ -211,3 +211,15 @@ def test_a_time_that_could_work_is_not_a_claim_about_work(memory):
     now = _current(memory)
     assert _said(now, "go to the pool at 6 pm")
     assert _said(now, "paralegal")
+
+
+def test_a_past_role_or_a_wish_is_not_what_holds_now_and_a_new_value_leaves_it(memory):
+    # "my previous role…", "I used to…", "I'd love to…" say what was or what is wished for: history that stays true
+    _tell(memory, "In my previous role as a nurse I worked a lot of night shifts, so odd hours don't scare me.",
+          "I used to live in a tiny studio in Brooklyn.",
+          "I'd love to move to a little house by the sea.",
+          "Big news: I work as a pharmacist now! And I live in Hoboken with my partner.")
+    now = _current(memory)
+    assert _said(now, "previous role as a nurse")
+    assert _said(now, "tiny studio in Brooklyn") and _said(now, "little house by the sea")
+    assert _said(now, "pharmacist") and _said(now, "Hoboken")
