@@ -321,15 +321,20 @@ class Retriever:
         asker_ids: set[str] = set()
         if scoring.graph_hops and (scoring.graph_weight or scoring.require_both):
             frontiers, asker_ids = self._frontiers(query, as_of, about_assistant)
+        fit = scoring.graph_fit
+        if fit == "auto":  # decided from the askers alone (applied below only if a candidate is theirs)
+            fit = self._fit(user, asker_ids if not asks_for_advice(query.text) else set(), as_of, scoring)
+        # the rows of what the words and the graph found are read while the query is still being embedded
+        ids = {fid for fid, _ in words}
+        if whole_graph and frontiers:
+            ids.update(self.records.facts_touching(user, list(set().union(*frontiers)), as_of=as_of,
+                                                   limit=_GRAPH_SCAN))
+        rows = self.records.ranking_rows(user, list(ids))
         vector, found = nearest.result()
         semantic = dict(found)
         if as_of is not None:  # what was true then and is no longer: in the record store, not the index
             semantic.update(self.records.history_search(user, vector, k, as_of))
-        ids = set(semantic)
-        if whole_graph and frontiers:
-            ids.update(self.records.facts_touching(user, list(set().union(*frontiers)), as_of=as_of,
-                                                   limit=_GRAPH_SCAN))
-        rows = self.records.ranking_rows(user, list(ids | {fid for fid, _ in words}))
+        rows += self.records.ranking_rows(user, list(set(semantic) - ids))
         found = {r.fact.id for r in rows}
         lexical = {fid: score for fid, score in words if fid in found}
         valid = {r.fact.id: r for r in rows if r.fact.holds(as_of)}  # re-checked: the vectors may lag the records
@@ -340,8 +345,7 @@ class Retriever:
         recency = {i: r.fact.valid_from for i, r in valid.items()}
         asker = {i for i in graph if {valid[i].fact.subject_id, valid[i].fact.object_id} & asker_ids}
         if scoring.graph_fit == "auto":
-            askers = asker_ids if asker and not asks_for_advice(query.text) else set()
-            scoring = replace(scoring, graph_fit=self._fit(user, askers, as_of, scoring))
+            scoring = replace(scoring, graph_fit=fit if asker else "cosine")
         start, end = query.window or ("", "")
         in_window = {i for i, r in valid.items() if start <= r.fact.valid_from < end}
         ranked = score_candidates({i: s for i, s in semantic.items() if i in valid}, graph, scoring,
