@@ -228,8 +228,9 @@ class MemoryAdmin:
         """Counts per store (records, vectors per kind, graph), pending work and the embedder.
 
         With ``user_id``, that user's counts too (under ``"user"``). ``backend`` is the
-        registry's name of what holds the memory (``sqlite``: a data folder; ``postgres``),
-        ``database`` its database's URL (the password as ``***``), or None for a data folder.
+        registry's name of the backend that opened the stores (``sqlite``: a data folder;
+        ``postgres``; ``custom``: an opener of one's own, ``Memory(config, stores=...)``),
+        ``database`` its database's URL (the password as ``***``), or None.
         ``vectors`` counts every current fact's vector; ``own_vector_index`` the users whose
         vectors have an index of their own (a Chroma collection past ``vector_exact_below``
         current facts, an HNSW index past ``postgres_exact_below``) and how many vectors those
@@ -238,8 +239,8 @@ class MemoryAdmin:
         self._check_open()
         if user_id is not None:
             user_id = Tenant.of(user_id)
-        backend = backend_for(self.config)
+        opened = self._stores.backend  # what opened the stores, not what the config would choose
         return {**self._maintenance.stats(self.users(), user_id), "data_dir": str(self.data_dir),
-                "chroma_url": self.config.chroma_url, "backend": backend.name,
-                "database": backend.public_url(self.config)}
+                "chroma_url": self.config.chroma_url, "backend": opened or "custom",
+                "database": backend_for(self.config).public_url(self.config) if opened else None}
 

@@ -122,7 +122,9 @@ class DataFolder(Backend):
         """Lock the folder, open SQLite, check what a crash left, open Chroma and Kùzu (:mod:`.folder`)."""
         from .folder import open_folder
 
-        return open_folder(config)
+        stores = open_folder(config)
+        stores.backend = self.name
+        return stores
 
     def missing(self, config: MemoryConfig) -> str | None:
         """Why the folder holds no memory: it does not exist, or has no record store."""
@@ -161,7 +163,9 @@ class Postgres(Backend):
         """Connect, migrate the schema if it is older, and use the record tables as the indexes."""
         from .postgres.backend import open_database
 
-        return open_database(config)
+        stores = open_database(config)
+        stores.backend = self.name
+        return stores
 
     def public_url(self, config: MemoryConfig) -> str | None:
         """``database_url`` with its password (in the user part or a parameter) as ``***``."""

@@ -37,6 +37,8 @@ class Stores:
             need none (e.g. server stores).
         derived: whether the indexes are copies of the records, kept up to date through the
             outbox (Chroma, Kùzu); False where they are the record tables themselves (PostgreSQL).
+        backend: the registry's name of the backend that opened them (``stats()["backend"]``);
+            None for stores from an opener of one's own (``Memory(config, stores=...)``).
 
     """
 
@@ -45,6 +47,7 @@ class Stores:
     graph: GraphIndex
     lock: DataDirLock | None = None
     derived: bool = True
+    backend: str | None = None
 
     @property
     def recovering(self) -> bool:

@@ -33,3 +33,12 @@ def test_a_memory_on_the_double_writes_no_file_and_finds_its_data_when_opened_ag
         assert again.users() == ["alice"] and again.stats()["vectors"]["current"] > 0
     with Memory(config, stores=MemoryBackend()) as elsewhere:  # a new opener: a new, empty disk
         assert elsewhere.users() == []
+
+
+def test_stats_names_the_backend_that_opened_the_stores_not_the_one_the_config_would_choose(tmp_path, embedder):
+    config = MemoryConfig(data_dir=tmp_path / "data", embedder=embedder)  # no URL: the config alone says "sqlite"
+    with Memory(config, stores=MemoryBackend()) as memory:
+        stats = memory.stats()
+        assert stats["backend"] == "custom" and stats["database"] is None
+    with Memory(config) as memory:
+        assert memory.stats()["backend"] == "sqlite"
