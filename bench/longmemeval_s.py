@@ -8,8 +8,9 @@ own date) and of BM25 and dense retrieval over the same raw turns, in the same r
 * all-evidence recall at 5 and 10 (every ``has_answer`` turn cited by the top k), per type;
 * session recall_any@5: some top-5 item comes from one of the ``answer_session_ids``;
 * tokens of the top 5 (what the LLM would be handed);
-* ingest time per turn against the embedder alone on the same turns (as the baselines
-  index them, ``"<role>: <text>"``; those vectors are the dense baseline's);
+* ingest CPU and wall time per turn against the embedder alone on the same turns (as the baselines
+  index them, ``"<role>: <text>"``; those vectors are the dense baseline's), judged by CPU time:
+  the embedder's two threads fill both cores in either;
 * ``get_context`` latency against a floor on the same users, timed back to back: the
   question embedded plus an exact top-10 cosine scan of the user's turn vectors (what the
   vector tier does for a user under ``vector_exact_below`` facts).
@@ -183,8 +184,11 @@ def s_targets(s: dict[str, Any]) -> list[tuple[str, str, bool]]:
                 not below))
     tok, btok = at(z, 5, kind="tokens"), at(b, 5, kind="tokens")
     out.append((f"{n}: tokens@5 ≤ a third of BM25's", f"{tok:.0f} vs {btok:.0f}", tok <= btok * TOKEN_SHARE))
-    ms, embed = s["ingest_ms_per_turn"], s["embed_ms_per_turn"]
-    out.append((f"{n}: bulk ingest ≤ the embedder's own time per turn", f"{ms} vs {embed} ms", ms <= embed))
+    # the embedder's two threads fill both cores, in the bulk ingest as alone: judged by CPU time, the clock beside it
+    cpu, embed_cpu = s["ingest_cpu_ms_per_turn"], s["embed_cpu_ms_per_turn"]
+    out.append((f"{n}: bulk ingest ≤ the embedder's own CPU time per turn",
+                f"{cpu} vs {embed_cpu} ms CPU ({s['ingest_ms_per_turn']} vs {s['embed_ms_per_turn']} ms wall)",
+                cpu <= embed_cpu))
     r = s["ratio_to_floor"]["p95"]
     out.append((f"{n}: get_context p95 ≤ {FLOOR_RATIO:.0f}× the floor (embedding + exact top-10)",
                 f"{s['get_context_ms']['p95']:.1f} vs {s['floor_ms']['p95']:.1f} ms: {r:.2f}×", r <= FLOOR_RATIO))
