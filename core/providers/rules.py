@@ -68,6 +68,8 @@ STATEMENT_CONFIDENCE = 0.6
 STATEMENT_MAX_CHARS = 500
 _QUESTION_MAX_WORDS = 8
 _SPACE_RE = re.compile(r"\s+")
+#: The words by which speakers speak of themselves or their own ("I", "my team", "our kids", "im").
+_SELF_RE = re.compile(r"(?i)(?<![\w'])(?:i|me|my|mine|myself|we|us|our|ours|im|ive|id|ill)(?![\w])")
 
 # --- the extractor -----------------------------------------------------------------
 
@@ -269,6 +271,15 @@ def _corrections(message: Message, said: Said, heard: Heard,
     return out, loose
 
 
+def _of_self(sentence: str, speaker: str) -> bool:
+    """Whether ``sentence`` may state something of ``speaker``: it says "I", "my"… or the speaker's name.
+
+    Only such a sentence yields a fact whose subject is the speaker or the speaker's own, the one
+    kind of fact the assistant's words give; the rest of a long reply need not be read by the rules.
+    """
+    return _SELF_RE.search(sentence) is not None or speaker.casefold() in sentence.casefold()
+
+
 def _merge(facts: dict[tuple[str, str, str], ExtractedFact], fact: ExtractedFact) -> None:
     key = (fact.subject.casefold(), fact.predicate, fact.object.casefold())
     seen = facts.get(key)
@@ -318,7 +329,8 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
                 continue  # what a correction means goes into the statement it corrects
             sentence = cues[0].rest  # "scratch that, I'm a librarian": the new statement is read as said
         if not sentence.rstrip("\"')").endswith("?"):
-            found = list(sentence_facts(normalize(sentence), said))
+            found = list(sentence_facts(normalize(sentence), said)) if not said.assistant or _of_self(
+                sentence, said.speaker) else []  # the assistant's advice, not in its own words: nothing of its own
             stated = next((a for f in found if (a := attribute_of(f.predicate)) and f.subject == said.speaker), None)
             if reading is not None and reading.act == CLAIM and stated:  # the rules' word over the meaning's
                 reading = replace(reading, attribute=stated, sure=True)

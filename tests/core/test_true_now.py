@@ -223,3 +223,15 @@ def test_a_past_role_or_a_wish_is_not_what_holds_now_and_a_new_value_leaves_it(m
     assert _said(now, "previous role as a nurse")
     assert _said(now, "tiny studio in Brooklyn") and _said(now, "little house by the sea")
     assert _said(now, "pharmacist") and _said(now, "Hoboken")
+
+
+def test_the_assistant_speaking_of_itself_in_a_long_reply_is_still_read(memory):
+    # the rules read only the sentences of a reply that speak of its speaker ("I", "my", its name):
+    # advice in the second person states nothing of the assistant, and what it says of itself is kept
+    reply = ("Great question! Start with two short runs a week. Keep the pace easy enough to talk. "
+             "Stretch after each run. Hydrate well. My name is Coach Ada, by the way.")
+    memory.conversation_end("s", [Message("any tips for a first 5k?", name="Sam", timestamp=T),
+                                  Message(reply, role="assistant", timestamp=T)], user_id="sam")
+    facts = memory.facts("sam")
+    assert ("Assistant", "is_named", "Coach Ada") in {(f.subject, f.predicate, f.object) for f in facts}
+    assert any(f.predicate == "statement" and "two short runs a week" in f.content for f in facts)
