@@ -60,7 +60,7 @@ from .extractive import speaker_of, split_sentences, summarize_messages
 from .lexicon import FILLER_WORDS, WORD_RE
 from .phrase_finder import PhraseFinder
 from .sentences import Said, normalize, sentence_facts
-from .talk import corrections, is_echo, is_reaction, is_small_talk, without_assumption, without_context_block
+from .talk import casts_a_role, corrections, is_echo, is_reaction, is_small_talk, without_assumption, without_context_block
 
 __all__ = ["RuleExtractor", "is_informative"]
 
@@ -139,7 +139,9 @@ class RuleExtractor:
                           for m in messages if m.role == "user" and speaker_of(m, context.default_speaker).split())
         fixes: list[ExtractedCorrection] = []
         words: set[str] = set()
-        corrected = {i: _self_corrected(m.content) for i, m in enumerate(messages) if m.role == "user"}
+        # a message that asks the assistant to speak as someone: what follows is the role's, quoted, never read
+        cast = {i for i, m in enumerate(messages) if m.role == "user" and casts_a_role(m.content)}
+        corrected = {i: _self_corrected(m.content) for i, m in enumerate(messages) if m.role == "user" and i not in cast}
         sentences = list(dict.fromkeys(x for text, _ in corrected.values() for x in split_talk(text)))
         readings = dict(zip(sentences, self.reader.read(sentences)))  # one embedder call for the episode
         unsaid: frozenset[str] = frozenset()  # names only the user's last unmeant sentences said ("mars" of a joke)
@@ -153,6 +155,9 @@ class RuleExtractor:
                 said = replace(said, heard=frozenset(words), unsaid=unsaid)
                 text = without_context_block(text)
                 unsaid = frozenset()
+            elif i in cast:
+                said = replace(said, role=True)
+                words.update(w.lower() for w in _QUOTE_WORD.findall(message.content.replace("’", "'")))
             else:
                 read = [readings[x] for x in split_talk(corrected[i][0]) if x in readings]
                 meant = frozenset().union(*(names_of(r.text, values=True) for r in read if r.act != DROP))
@@ -162,7 +167,7 @@ class RuleExtractor:
                 fixes += found
                 words.update(w.lower() for w in _QUOTE_WORD.findall(message.content.replace("’", "'")))
             heard.add(message, said)
-            for fact in _message_facts(text, said, loose if not said.assistant else (), readings):
+            for fact in _message_facts(text, said, loose if not said.assistant else (), None if i in cast else readings):
                 _merge(facts, fact)
         summary = summarize_messages(
             [m for m, _ in heard.messages],
@@ -329,8 +334,8 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
                 continue  # what a correction means goes into the statement it corrects
             sentence = cues[0].rest  # "scratch that, I'm a librarian": the new statement is read as said
         if not sentence.rstrip("\"')").endswith("?"):
-            found = list(sentence_facts(normalize(sentence), said)) if not said.assistant or _of_self(
-                sentence, said.speaker) else []  # the assistant's advice, not in its own words: nothing of its own
+            found = [] if said.role or (said.assistant and not _of_self(sentence, said.speaker)) else list(
+                sentence_facts(normalize(sentence), said))  # a role's words, or the assistant's advice: nothing of its own
             stated = next((a for f in found if (a := attribute_of(f.predicate)) and f.subject == said.speaker), None)
             if reading is not None and reading.act == CLAIM and stated:  # the rules' word over the meaning's
                 reading = replace(reading, attribute=stated, sure=True)

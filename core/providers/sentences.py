@@ -87,6 +87,7 @@ class Said:
     users: frozenset[str] = frozenset()  # the conversation's users, lowercase: whom an echo names
     heard: frozenset[str] = frozenset()  # words the users said before this message, lowercase
     unsaid: frozenset[str] = frozenset()  # names only the user's jokes and small talk before this message said
+    role: bool = False  # words said as someone else ("act as bailey: …"): quoted, no fact of the speaker
 
 
 def normalize(sentence: str) -> str:

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 
 from .lexicon import NUMBER_WORDS, PETS, PROFESSIONS
 
-__all__ = ["Cue", "corrections", "is_echo", "is_reaction", "is_small_talk", "kind_of", "same_kind_values",
-           "values_of_kind", "without_assumption", "without_context_block"]
+__all__ = ["Cue", "casts_a_role", "corrections", "is_echo", "is_reaction", "is_small_talk", "kind_of",
+           "same_kind_values", "values_of_kind", "without_assumption", "without_context_block"]
 
 # --- 1. small talk -------------------------------------------------------------------
 
@@ -209,6 +209,31 @@ def without_context_block(text: str) -> str:
             inside = False
             kept.append(line)
     return "\n".join(kept).strip()
+
+
+#: An instruction to speak as someone else: "act as bailey: …", "pretend to be my landlord", "can you
+#: roleplay as a pirate". Said at a sentence's start (or after "please", "can you"…), never of oneself:
+#: "I act as the club's treasurer" states a role one holds.
+_CASTS_A_ROLE = re.compile(
+    r"(?i)(?:^|[.!?:;]\s+|\n\s*|\b(?:please|ok|okay|now|and|then|so|let's|let\s+us|(?:can|could|would|will)\s+you(?:\s+please)?)\s+)"
+    r"(?:(?:act|respond|reply|answer|write|speak|talk|role-?play)\s+(?:as|like)\s+(?!if\b|though\b|usual\b|"
+    r"well\b|soon\b|much\b|many\b|long\b|quickly\b|briefly\b|such\b|follows?\b|before\b)|"
+    r"pretend\s+(?:to\s+be|you(?:'re|\s+are))\s|imagine\s+you(?:'re|\s+are)\s|role-?play\b)")
+
+
+def casts_a_role(text: str) -> bool:
+    """Whether a person's message asks the assistant to speak as someone ("act as bailey: …").
+
+    What follows such an instruction is the role's (a draft to reply to, a script), not what
+    the person says of themselves: "I work at Televero Health" in a recruiter's pasted
+    message is not where the user works.
+
+    Example:
+        >>> casts_a_role("act as bailey: Hi Dr. Scott, I work at Televero Health"), casts_a_role("I act as treasurer")
+        (True, False)
+
+    """
+    return _CASTS_A_ROLE.search(text) is not None
 
 
 def is_reaction(sentence: str, heard: frozenset[str] = frozenset()) -> bool:

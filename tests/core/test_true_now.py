@@ -235,3 +235,16 @@ def test_the_assistant_speaking_of_itself_in_a_long_reply_is_still_read(memory):
     facts = memory.facts("sam")
     assert ("Assistant", "is_named", "Coach Ada") in {(f.subject, f.predicate, f.object) for f in facts}
     assert any(f.predicate == "statement" and "two short runs a week" in f.content for f in facts)
+
+
+def test_words_said_as_a_role_are_quoted_and_say_nothing_of_the_speaker(memory):
+    # a recruiter's message pasted under "act as bailey:" is bailey's: it is not where Sam works
+    _tell(memory, "I'm a data analyst at a bank these days.",
+          "act as bailey and reply to this: Hi Dr. Scott, I work at Televero Health and we are recruiting "
+          "for psychiatry positions. Best regards, Bailey",
+          "I act as the treasurer of our chess club, which takes a few hours a month.")
+    facts = memory.facts("sam")
+    now = [f.content for f in facts if f.is_current]
+    assert _said(now, "data analyst") and _said(now, "act as bailey")
+    assert not [f for f in facts if "Televero" in f.content and f.predicate != "statement"]
+    assert _said(now, "treasurer of our chess club")
