@@ -60,7 +60,15 @@ from .extractive import speaker_of, split_sentences, summarize_messages
 from .lexicon import FILLER_WORDS, WORD_RE
 from .phrase_finder import PhraseFinder
 from .sentences import Said, normalize, sentence_facts
-from .talk import casts_a_role, corrections, is_echo, is_reaction, is_small_talk, without_assumption, without_context_block
+from .talk import (
+    casts_a_role,
+    corrections,
+    is_echo,
+    is_reaction,
+    is_small_talk,
+    without_assumption,
+    without_context_block,
+)
 
 __all__ = ["RuleExtractor", "is_informative"]
 
@@ -141,7 +149,8 @@ class RuleExtractor:
         words: set[str] = set()
         # a message that asks the assistant to speak as someone: what follows is the role's, quoted, never read
         cast = {i for i, m in enumerate(messages) if m.role == "user" and casts_a_role(m.content)}
-        corrected = {i: _self_corrected(m.content) for i, m in enumerate(messages) if m.role == "user" and i not in cast}
+        corrected = {i: _self_corrected(m.content) for i, m in enumerate(messages)
+                     if m.role == "user" and i not in cast}
         sentences = list(dict.fromkeys(x for text, _ in corrected.values() for x in split_talk(text)))
         readings = dict(zip(sentences, self.reader.read(sentences)))  # one embedder call for the episode
         unsaid: frozenset[str] = frozenset()  # names only the user's last unmeant sentences said ("mars" of a joke)
@@ -167,7 +176,8 @@ class RuleExtractor:
                 fixes += found
                 words.update(w.lower() for w in _QUOTE_WORD.findall(message.content.replace("’", "'")))
             heard.add(message, said)
-            for fact in _message_facts(text, said, loose if not said.assistant else (), None if i in cast else readings):
+            read_as = None if i in cast else readings  # a role's words: read as said, no claims
+            for fact in _message_facts(text, said, loose if not said.assistant else (), read_as):
                 _merge(facts, fact)
         summary = summarize_messages(
             [m for m, _ in heard.messages],
@@ -334,8 +344,9 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
                 continue  # what a correction means goes into the statement it corrects
             sentence = cues[0].rest  # "scratch that, I'm a librarian": the new statement is read as said
         if not sentence.rstrip("\"')").endswith("?"):
+            # a role's words, or the assistant's advice in the second person: nothing of the speaker's own
             found = [] if said.role or (said.assistant and not _of_self(sentence, said.speaker)) else list(
-                sentence_facts(normalize(sentence), said))  # a role's words, or the assistant's advice: nothing of its own
+                sentence_facts(normalize(sentence), said))
             stated = next((a for f in found if (a := attribute_of(f.predicate)) and f.subject == said.speaker), None)
             if reading is not None and reading.act == CLAIM and stated:  # the rules' word over the meaning's
                 reading = replace(reading, attribute=stated, sure=True)
