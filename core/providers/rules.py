@@ -362,16 +362,32 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
     groups = claim_groups(kept, read)
     if len(groups) == 1:
         claim = groups[0][1]
-        for quote in _quotes(_SPACE_RE.sub(" ", " ".join(kept)).strip(), canonical):
+        quotes = _quotes(_SPACE_RE.sub(" ", " ".join(kept)).strip(), canonical)
+        for quote in quotes:
             if is_informative(quote):
-                yield with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), claim, quote,
-                                 said_before(kept, claim))
+                own = claim if len(quotes) == 1 else _claim_of(quote, canonical, claim)
+                yield with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), own, quote,
+                                 said_before(kept, own))
         return
     for texts, claim in groups:
         quote = _SPACE_RE.sub(" ", " ".join(texts)).strip()
         if is_informative(quote):
             yield with_claim(_statement(quote, said, covered=not _says_more(quote, covered)), claim, quote,
                              said_before(kept, claim))
+
+
+def _claim_of(quote: str, canonical: Sequence[ExtractedFact], claim: Reading | None) -> Reading | None:
+    """The claim of one of a message's split quotes: on the attribute of the canonical fact whose value it states.
+
+    "I work as a pharmacist now! And I live in Hoboken" is quoted clause by clause (:func:`_quotes`);
+    the second quote is about one's home, not one's work, and a new job must not retire it.
+    """
+    if claim is None:
+        return None
+    low = quote.casefold()
+    attribute = next((a for f in canonical if f.object and f.object.casefold() in low
+                      and (a := attribute_of(f.predicate))), None)
+    return replace(claim, attribute=attribute) if attribute else claim
 
 
 #: Where a sentence starts a new clause with its own subject: "…, and I work at Initech".

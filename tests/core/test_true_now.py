@@ -248,3 +248,12 @@ def test_words_said_as_a_role_are_quoted_and_say_nothing_of_the_speaker(memory):
     assert _said(now, "data analyst") and _said(now, "act as bailey")
     assert not [f for f in facts if "Televero" in f.content and f.predicate != "statement"]
     assert _said(now, "treasurer of our chess club")
+
+
+def test_a_quote_split_from_a_message_keeps_its_own_claim_and_a_new_job_leaves_the_home(memory):
+    # "I work as X! And I live in Y": each clause is quoted on its own, the second about one's home
+    _tell(memory, "Big news: I work as a pharmacist now! And I live in Hoboken with my partner.",
+          "I work as a teacher now.")
+    now = _current(memory)
+    assert _said(now, "live in Hoboken with my partner") and _said(now, "works as a teacher")
+    assert not _said(now, "works as a pharmacist")
