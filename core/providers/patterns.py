@@ -122,7 +122,11 @@ _WORK_AT = (
     r"\s+(?:at|for)|(?:am|is|be)\s+employed\s+(?:at|by)"
 )
 _WORKED_AT = r"(?:worked|was\s+working|were\s+working|had\s+worked)\s+(?:at|for)|(?:was|were)\s+employed\s+(?:at|by)"
-_WORK_AS = r"work\s+as|works\s+as|(?:am|is|be)\s+working\s+as|(?:have|has)\s+(?:been\s+working|worked)\s+as"
+_WORK_AS = (r"work\s+as|works\s+as|(?:am|is|be)\s+working\s+as|(?:have|has)\s+(?:been\s+working|worked)\s+as|"
+            # a job taken up: "I just started a new job as a teacher", "I got a position as a nurse"
+            r"(?:started|began|(?:have|has)\s+started)\s+(?:working\s+as|(?:a\s+)?(?:new\s+)?(?:job|position|role)\s+as)|"
+            r"(?:got|took|landed|accepted|(?:have|has)\s+(?:got|gotten|taken|landed|accepted))\s+(?:a\s+)?(?:new\s+)?"
+            r"(?:job|position|role)\s+as")
 _WORKED_AS = r"worked\s+as|(?:was|were)\s+working\s+as|had\s+worked\s+as"
 _A_JOB = rf"(?i:an?)\s+(?:(?!{NOT_A_JOB_RE})[\w-]+\s+){{0,2}}?(?i:{PROFESSIONS})"
 _ORG = rf"(?:(?i:the)\s+)?(?-i:{CAP_WORD}(?:\s+(?:(?:of|&)\s+)?{CAP_WORD})*)"

@@ -257,3 +257,13 @@ def test_a_quote_split_from_a_message_keeps_its_own_claim_and_a_new_job_leaves_t
     now = _current(memory)
     assert _said(now, "live in Hoboken with my partner") and _said(now, "works as a teacher")
     assert not _said(now, "works as a pharmacist")
+
+
+def test_a_job_taken_up_replaces_the_job_said_before(memory):
+    # "I just landed a job as…", "started a new job as…": the work one does now, said as the event of taking it
+    _tell(memory, "I work as a barista at a coffee shop downtown.", "Great news, I just landed a job as a paralegal!")
+    now = _current(memory)
+    assert _said(now, "works as a paralegal") and not _said(now, "works as a barista")
+    _tell(memory, "I'm a dental hygienist.", "I started a new job as a pharmacist last week.", user="kim", name="Kim")
+    now = _current(memory, "kim")
+    assert _said(now, "works as a pharmacist") and not _said(now, "works as a dental hygienist")
