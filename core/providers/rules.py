@@ -166,7 +166,6 @@ class RuleExtractor:
                 unsaid = frozenset()
             elif i in cast:
                 said = replace(said, role=True)
-                words.update(w.lower() for w in _QUOTE_WORD.findall(message.content.replace("’", "'")))
             else:
                 read = [readings[x] for x in split_talk(corrected[i][0]) if x in readings]
                 meant = frozenset().union(*(names_of(r.text, values=True) for r in read if r.act != DROP))
@@ -174,10 +173,10 @@ class RuleExtractor:
                 text, pending = corrected[i]
                 found, loose = _corrections(message, said, heard, pending)
                 fixes += found
+            if not said.assistant:
                 words.update(w.lower() for w in _QUOTE_WORD.findall(message.content.replace("’", "'")))
             heard.add(message, said)
-            read_as = None if i in cast else readings  # a role's words: read as said, no claims
-            for fact in _message_facts(text, said, loose if not said.assistant else (), read_as):
+            for fact in _message_facts(text, said, loose if not said.assistant else (), readings):
                 _merge(facts, fact)
         summary = summarize_messages(
             [m for m, _ in heard.messages],
@@ -321,8 +320,9 @@ def _message_facts(text: str, said: Said, loose: Collection[str] = (),
     kept: list[str] = []
     read: list[Reading | None] = []
     dropped = False
-    for sentence in (split_sentences(text) if said.assistant or readings is None else split_talk(text)):
-        reading = None if said.assistant or readings is None else readings.get(sentence)
+    unread = said.assistant or said.role or readings is None  # no claims: the assistant's, a role's words
+    for sentence in (split_sentences(text) if unread else split_talk(text)):
+        reading = None if unread or readings is None else readings.get(sentence)
         if reading is not None:
             if reading.act == DROP and reading.by_meaning and any(sentence_facts(normalize(sentence), said)):
                 reading = replace(reading, act=CLAIM)  # small talk by its sound, but the rules read a fact in it
