@@ -377,7 +377,7 @@ class Retriever:
         """
         reach = scoring.semantic_candidates
         for asker in sorted(asker_ids):
-            if len(self.records.facts_touching(user, [asker], as_of=as_of, limit=reach + 1)) > reach:
+            if self.records.count_facts_touching(user, [asker], as_of=as_of, upto=reach + 1) > reach:
                 return "words"
         return "cosine"
 

@@ -36,6 +36,10 @@ class RetrievalRecords(Protocol):
                        among: Iterable[str] | None = None, limit: int = 20_000) -> list[str]:
         """Ids of current (or as-of) facts whose subject or object is in ``entity_ids``."""
 
+    def count_facts_touching(self, tenant: Tenant, entity_ids: Sequence[str], *, upto: int,
+                             as_of: str | None = None) -> int:
+        """How many facts :meth:`facts_touching` would find: exact below ``upto``, at least ``upto`` otherwise."""
+
     def get_entities(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, Entity]:
         """Entities by id, with their aliases, for one user only."""
 

@@ -254,6 +254,11 @@ class MemoryFactRows:
         return [r["row"].id for r in self._facts(tenant, lambda r: r.holds(as_of) and (
             r.subject_id in ids or r.object_id in ids) and (allowed is None or r.id in allowed))][:limit]
 
+    def count_facts_touching(self, tenant: Tenant, entity_ids: Sequence[str], *, upto: int,
+                             as_of: str | None = None) -> int:
+        """How many facts :meth:`facts_touching` finds, up to ``upto``."""
+        return min(len(self.facts_touching(tenant, entity_ids, as_of=as_of)), max(upto, 0))
+
     def graph_rows(self, tenant: Tenant) -> tuple[list[tuple], list[tuple]]:
         """One user's graph: entity rows and the relationship rows between two of its entities, as stored."""
         mine = self._entities(tenant)

@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
-from zep_core.models import Entity, Message
+from zep_core.models import Entity, Fact, Message
 from zep_core.stores import record_protocols
 from zep_core.stores.records import iso
 
@@ -55,6 +55,27 @@ def test_retrieval_reads_facts_by_id_hops_and_the_graph_of_one_tenant(store):
     assert store.graph_rows(BOB) == ([], [])
     assert [f.id for f in store.entity_history(ANN, "ann:Ann")] == [tea.id, paris.id]  # one instant: by content
     assert store.entity_history(BOB, "ann:Ann") == []
+
+
+def test_the_facts_touching_an_entity_are_counted_once_each_and_only_the_tenants_own(store):
+    """``count_facts_touching`` agrees with ``facts_touching``: Ann about Ann counts once, a retired fact not."""
+    _entities(store, ANN, "Ann", "Paris", "Tea", "Rome")
+    episode = _episode(store, ANN, "e1", "I live in Paris.")
+    paris = _fact(store, ANN, episode, "Ann lives in Paris.", "Ann", "lives_in", "Paris", seed=1)
+    _fact(store, ANN, episode, "Ann likes tea.", "Ann", "likes", "Tea", seed=2)
+    _fact(store, ANN, episode, "Ann trusts Ann.", "Ann", "trusts", "Ann", seed=3)
+    _fact(store, ANN, episode, "Rome is near Paris.", "Rome", "near", "Paris", seed=4)
+    later = T0 + timedelta(days=1)
+    with store.transaction():
+        store.update_facts([Fact(**{**paris.__dict__, "valid_until": later, "expired_at": later})])
+    for ids in (["ann:Ann"], ["ann:Paris"], ["ann:Rome", "ann:Ann"], ["ann:Nobody"]):
+        found = len(store.facts_touching(ANN, ids))
+        assert store.count_facts_touching(ANN, ids, upto=10) == found, ids
+        assert store.count_facts_touching(ANN, ids, upto=1) >= min(found, 1)
+        assert store.count_facts_touching(BOB, ids, upto=10) == 0
+    assert store.count_facts_touching(ANN, ["ann:Ann"], upto=10) == 2  # tea, and Ann about Ann once
+    assert store.count_facts_touching(ANN, ["ann:Paris"], upto=10, as_of=iso(T0)) == 2  # Ann lived there then
+    assert store.count_facts_touching(ANN, [], upto=10) == 0 == store.count_facts_touching(ANN, ["ann:Ann"], upto=0)
 
 
 def test_ingest_reads_the_rivals_quotes_and_owners_it_needs_and_claims_an_episode(store):

@@ -92,6 +92,30 @@ class SqlSearchRows(SqlBase):
                f"UNION SELECT id FROM facts WHERE user_id = ? AND {objects} AND {when} LIMIT ?")
         return [r[0] for r in self._select(tenant, sql, [user_id, *s, *times, user_id, *o, *times, limit])]
 
+    def count_facts_touching(self, tenant: Tenant, entity_ids: Sequence[str], *, upto: int,
+                             as_of: str | None = None) -> int:
+        """How many current (or as-of) facts :meth:`facts_touching` would find, counted up to about ``upto``.
+
+        Each side stops at ``upto`` rows, so the count is exact below ``upto`` and at least
+        ``upto`` otherwise. The current facts are counted in the partial indexes alone
+        (``facts_sources`` by subject, ``facts_in`` by object, a fact about the entity and of
+        it counted once), no fact row read: the asker of a first-person question may have
+        thousands.
+        """
+        if not entity_ids or upto <= 0:
+            return 0
+        if as_of is not None:
+            return len(self.facts_touching(tenant, entity_ids, as_of=as_of, limit=upto))
+        user_id = key(tenant)
+        (subjects, s), (objects, o) = self.dialect.any_of("subject_id", entity_ids), \
+            self.dialect.any_of("object_id", entity_ids)
+        not_subjects, ns = self.dialect.none_of("subject_id", entity_ids)
+        sql = (f"SELECT (SELECT count(*) FROM (SELECT 1 FROM facts INDEXED BY facts_sources WHERE user_id = ? "
+               f"AND {subjects} AND {CURRENT} LIMIT ?) AS a) + (SELECT count(*) FROM (SELECT 1 FROM facts "
+               f"INDEXED BY facts_in WHERE user_id = ? AND {objects} AND {not_subjects} AND object_id IS NOT NULL "
+               f"AND {CURRENT} LIMIT ?) AS b)")
+        return int(self._select(tenant, sql, [user_id, *s, upto, user_id, *o, *ns, upto])[0][0])
+
     def graph_rows(self, tenant: Tenant) -> tuple[list[tuple], list[tuple]]:
         """One user's graph as the record store holds it: entity rows and relationship rows, nothing of anyone else.
 
