@@ -143,7 +143,8 @@ def _ranks(scores: Mapping[str, float], order: Mapping[str, str]) -> dict[str, i
 
 def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], scoring: ScoringSettings,
                      *, lexical: Mapping[str, float] | None = None, asker: Collection[str] = (),
-                     recency: Mapping[str, str] | None = None, in_window: Collection[str] = ()) -> list[Scored]:
+                     recency: Mapping[str, str] | None = None, in_window: Collection[str] = (),
+                     limit: int | None = None) -> list[Scored]:
     """Rank the candidates of one query; ties go to the fact with more of the question's words, then the newer.
 
     A fact *matches* by meaning when its cosine ``sm >= semantic_threshold``, by words
@@ -168,6 +169,7 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
         recency: sortable ``valid_from`` per id, used to break ties.
         in_window: the candidates that became true in the time the input names; with
             ``fusion="rrf"`` they form a fourth ranking, by cosine, of weight ``time_weight``.
+        limit: only the best ``limit`` are returned (None: all).
 
     """
     lexical, recency = lexical or {}, recency or {}
@@ -182,14 +184,14 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
     else:
         keep = matched
     graph_hits = {i: g for i, g in graph.items() if i in keep and g > 0}
-    out: list[Scored] = []
+    out: list[tuple[str, float, float, float, float]] = []  # Scored's fields, built for the ones returned
     if scoring.fusion == "weighted":
         top = max(lexical.values(), default=0.0) or 1.0
         for fid in keep:
             sm, gm, lm = sem.get(fid, 0.0), graph_hits.get(fid, 0.0), lexical.get(fid, 0.0) / top
             w_g = scoring.asker_weight if fid in asker else scoring.graph_weight
             total = scoring.semantic_weight * sm + w_g * gm + scoring.lexical_weight * lm
-            out.append(Scored(fid, total, sm, gm, lexical.get(fid, 0.0)))
+            out.append((fid, total, sm, gm, lexical.get(fid, 0.0)))
     else:
         c = scoring.rrf_k
         by_sem = _ranks({i: sem[i] for i in keep if sem.get(i, 0.0) >= scoring.semantic_threshold}, recency)
@@ -203,15 +205,19 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
             fit = {i: sem.get(i, 0.0) / 2 for i in graph_hits}
         by_graph = _ranks({i: g + fit[i] for i, g in graph_hits.items()}, recency)
         by_time = _ranks({i: sem.get(i, 0.0) for i in keep if i in in_window}, recency) if scoring.time_weight else {}
-        for fid in keep:
-            w_g = scoring.asker_weight if fid in asker else scoring.graph_weight
-            total = sum(w / (c + ranks[fid]) for w, ranks in ((scoring.semantic_weight, by_sem),
-                        (scoring.lexical_weight, by_lex), (w_g, by_graph), (scoring.time_weight, by_time))
-                        if fid in ranks)
-            out.append(Scored(fid, total, sem.get(fid, 0.0), graph.get(fid, 0.0), lexical.get(fid, 0.0)))
+        # each fact's terms are added in the order of the rankings (meaning, words, graph, time)
+        total: dict[str, float] = dict.fromkeys(keep, 0)
+        for w, ranks in ((scoring.semantic_weight, by_sem), (scoring.lexical_weight, by_lex)):
+            for fid, r in ranks.items():
+                total[fid] += w / (c + r)
+        for fid, r in by_graph.items():
+            total[fid] += (scoring.asker_weight if fid in asker else scoring.graph_weight) / (c + r)
+        for fid, r in by_time.items():
+            total[fid] += scoring.time_weight / (c + r)
+        out.extend((fid, t, sem.get(fid, 0.0), graph.get(fid, 0.0), lexical.get(fid, 0.0)) for fid, t in total.items())
     # a tie is a tie however the sum was ordered (1/61 + 1/62 against 1/62 + 1/61): 9 digits
-    out.sort(key=lambda s: (round(s.score, 9), s.lexical, recency.get(s.fact_id, ""), s.fact_id), reverse=True)
-    return out
+    out.sort(key=lambda s: (round(s[1], 9), s[4], recency.get(s[0], ""), s[0]), reverse=True)
+    return [Scored(*s) for s in (out if limit is None else out[:limit])]
 
 
 def newer_first(ranked: Sequence[Scored], vectors: Mapping[str, Any], subjects: Mapping[str, str],
@@ -312,7 +318,9 @@ class Retriever:
         voice = self._assistant if about_assistant else query.asker  # whose words the answer is in
         self._catch_up(user)
         k = max(scoring.semantic_candidates, scoring.context_limit)
-        nearest = _query_thread().submit(self._nearest, user, f"{voice}: {query.text}" if voice else query.text, k)
+        prepare = getattr(self.vectors, "prepare", None)  # an index that can read the user's vectors ahead
+        nearest = _query_thread().submit(self._nearest, user, f"{voice}: {query.text}" if voice else query.text,
+                                         None if prepare else k)
         words = (self.records.lexical_ranking(user, query.text, limit=scoring.lexical_candidates, as_of=as_of,
                                               context_weight=scoring.lexical_context_weight)
                  if scoring.lexical_weight else [])  # (fact id, BM25) of valid facts
@@ -330,8 +338,9 @@ class Retriever:
             ids.update(self.records.facts_touching(user, list(set().union(*frontiers)), as_of=as_of,
                                                    limit=_GRAPH_SCAN))
         rows = self.records.ranking_rows(user, list(ids))
+        search = prepare(user, "current") if prepare else None  # the vectors are read while the query is embedded
         vector, found = nearest.result()
-        semantic = dict(found)
+        semantic = dict(search(vector, k) if search else found)
         if as_of is not None:  # what was true then and is no longer: in the record store, not the index
             semantic.update(self.records.history_search(user, vector, k, as_of))
         rows += self.records.ranking_rows(user, list(set(semantic) - ids))
@@ -350,8 +359,8 @@ class Retriever:
         in_window = {i for i, r in valid.items() if start <= r.fact.valid_from < end}
         ranked = score_candidates({i: s for i, s in semantic.items() if i in valid}, graph, scoring,
                                   lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker,
-                                  recency=recency, in_window=in_window)
-        ranked = ranked[: 2 * scoring.context_limit]  # a newer near-duplicate may come from just below the cut
+                                  recency=recency, in_window=in_window,
+                                  limit=2 * scoring.context_limit)  # a newer near-duplicate may come from below the cut
         older: dict[str, str] = {}
         if scoring.newer_first_similarity < 1.0 and len(ranked) > 1:
             top = [s.fact_id for s in ranked]
@@ -359,9 +368,9 @@ class Retriever:
                                         {i: valid[i].fact.subject.casefold() for i in top}, recency,
                                         scoring.newer_first_similarity)
         # the facts are built from the rows they were ranked by: one read, nothing to check again
-        out = [fact_from_row(valid[s.fact_id].fact).with_scores(
-                   round(s.score, 6), round(s.semantic, 6), s.graph, lexical=round(s.lexical, 6),
-                   newer=older.get(s.fact_id)) for s in ranked[: scoring.context_limit]]
+        out = [fact_from_row(valid[s.fact_id].fact, score=round(s.score, 6), semantic_score=round(s.semantic, 6),
+                             graph_score=s.graph, lexical_score=round(s.lexical, 6), newer_fact_id=older.get(s.fact_id))
+               for s in ranked[: scoring.context_limit]]
         entity_ids = [e for f in out for e in (valid[f.id].fact.subject_id, valid[f.id].fact.object_id) if e]
         return out, list(dict.fromkeys(entity_ids))
 
@@ -381,10 +390,10 @@ class Retriever:
                 return "words"
         return "cosine"
 
-    def _nearest(self, user: str, text: str, k: int) -> tuple[Any, list[tuple[str, float]]]:
-        """The query's vector and the user's ``k`` current facts nearest to it (the vector index)."""
+    def _nearest(self, user: str, text: str, k: int | None) -> tuple[Any, list[tuple[str, float]]]:
+        """The query's vector and the user's ``k`` current facts nearest to it (the vector index; None: not asked)."""
         vector = self.embedder.embed_query(text)
-        return vector, self.vectors.query(user, "current", vector, k)
+        return vector, self.vectors.query(user, "current", vector, k) if k is not None else []
 
     def _frontiers(self, query: ContextQuery, as_of: str | None,
                    about_assistant: bool = False) -> tuple[list[set[str]], set[str]]:

@@ -44,7 +44,13 @@ RETIRED_VECTOR_KINDS = ("entity", "history")
 
 @runtime_checkable
 class VectorIndex(Protocol):
-    """Nearest-neighbour search over unit vectors, partitioned by user and kind."""
+    """Nearest-neighbour search over unit vectors, partitioned by user and kind.
+
+    An index may also offer ``prepare(user_id, kind)``: :meth:`query` in two steps, the
+    reads that need no query vector done at once and a function of ``(vector, k)`` returned
+    (:meth:`~zep_core.stores.tiered.TieredVectorIndex.prepare`). Retrieval then reads while
+    the question is embedded; without it, it queries once the vector is there.
+    """
 
     def upsert(self, user_id: str, kind: str, ids: Sequence[str], vectors: np.ndarray) -> None:
         """Insert or replace vectors; idempotent."""

@@ -36,6 +36,7 @@ lazily; the resident set starts empty.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import OrderedDict
@@ -49,7 +50,7 @@ from ..tenant import Tenant, key
 from .base import RETIRED_VECTOR_KINDS, VECTOR_KINDS, VectorIndex
 from .record_protocols import VectorTierRecords
 
-__all__ = ["TieredVectorIndex", "exact_search"]
+__all__ = ["ExactVectors", "TieredVectorIndex", "exact_search"]
 
 log = logging.getLogger("zep_core")
 
@@ -66,19 +67,47 @@ def exact_search(rows: Sequence[tuple[str, bytes]], vector: np.ndarray, k: int) 
     ``1 - dot``); vectors of another dimension, not finite or of zero length are skipped.
     Equal scores keep the rows' order (ids, as :meth:`RecordStore.current_vectors` reads them).
     """
-    query = np.asarray(vector, dtype=np.float32).reshape(-1)
-    width = 4 * query.shape[0]
-    norm = float(np.linalg.norm(query))
-    kept = [r for r in rows if len(r[1]) == width]
-    if not kept or k <= 0 or not np.isfinite(norm) or norm == 0.0:
-        return []
-    matrix = np.frombuffer(b"".join(r[1] for r in kept), dtype=np.float32).reshape(len(kept), query.shape[0])
-    with np.errstate(all="ignore"):
-        norms = np.linalg.norm(matrix, axis=1)
-        scores = (matrix @ (query / norm)) / norms
-    usable = np.isfinite(scores)
-    ranked = np.argsort(-np.where(usable, scores, -np.inf), kind="stable")
-    return [(kept[i][0], float(scores[i])) for i in ranked[:k] if usable[i]]
+    return ExactVectors(rows).search(vector, k)
+
+
+class ExactVectors:
+    """One user's vectors, read for an exact search: the matrix is built once per width, before or at the query.
+
+    :meth:`TieredVectorIndex.prepare` reads them (and builds the matrix of the stored width)
+    while the question is still being embedded; :meth:`search` then only scores.
+    """
+
+    def __init__(self, rows: Sequence[tuple[str, bytes]], dimension: int | None = None) -> None:
+        self.rows = rows
+        self._built: dict[int, tuple[list[str], np.ndarray, np.ndarray]] = {}
+        if dimension:
+            self._matrix(dimension)
+
+    def _matrix(self, dimension: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The ids, the matrix and the row norms of the vectors of ``dimension`` floats."""
+        built = self._built.get(dimension)
+        if built is None:
+            kept = [r for r in self.rows if len(r[1]) == 4 * dimension]
+            matrix = np.frombuffer(b"".join(r[1] for r in kept), dtype=np.float32).reshape(len(kept), dimension)
+            with np.errstate(all="ignore"):
+                norms = np.linalg.norm(matrix, axis=1)
+            built = self._built[dimension] = ([r[0] for r in kept], matrix, norms)
+        return built
+
+    def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The ``k`` vectors nearest to ``vector``, best first (see :func:`exact_search`)."""
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(query))
+        if k <= 0 or not np.isfinite(norm) or norm == 0.0:
+            return []
+        ids, matrix, norms = self._matrix(query.shape[0])
+        if not ids:
+            return []
+        with np.errstate(all="ignore"):
+            scores = (matrix @ (query / norm)) / norms
+        usable = np.isfinite(scores)
+        ranked = np.argsort(-np.where(usable, scores, -np.inf), kind="stable")
+        return [(ids[i], float(scores[i])) for i in ranked[:k] if usable[i]]
 
 
 class TieredVectorIndex:
@@ -240,6 +269,22 @@ class TieredVectorIndex:
             if self.promoted(user_id):
                 return self._index(user_id).query(user_id, kind, vector, k)
         return exact_search(self.records.current_vectors(user_id), vector, k)
+
+    def prepare(self, user_id: str, kind: str) -> Callable[[np.ndarray, int], list[tuple[str, float]]]:
+        """:meth:`query` in two steps: read now what the search needs besides the query; search when it comes.
+
+        A small user's current vectors are read and stacked here, so a caller can read them
+        while the query is being embedded (:class:`~zep_core.retrieval.Retriever` does); a
+        promoted user's search waits for the vector and asks their collection. What is
+        returned searches the vectors as they were when this was called.
+        """
+        if not _check_kind(kind):
+            return lambda vector, k: []
+        with self._lock:
+            if self.promoted(user_id):
+                return functools.partial(self.query, user_id, kind)
+        width = self._usable_width()
+        return ExactVectors(self.records.current_vectors(user_id), width // 4 if width else None).search
 
     def ids(self, user_id: str, kind: str) -> set[str]:
         """The ids searched for the user: their collection's, or their current facts with usable vectors."""

@@ -103,6 +103,22 @@ def test_nearest_first_with_cosine_similarity(folder):
     assert [i for i, _ in folder.index.query(T("alice"), "current", axis(0), k=50)] == ["paris", "rome", "berlin"]
 
 
+def test_a_prepared_search_answers_as_query_does_for_the_vectors_read_when_it_was_prepared(folder):
+    """``prepare`` reads a small user's vectors before the query vector exists (retrieval embeds meanwhile)."""
+    folder.add("alice", ["paris", "berlin", "rome"], np.stack([axis(0), axis(1), (axis(0) + axis(1)) / np.sqrt(2)]))
+    folder.add("bob", ["tokyo"], axis(0)[None, :])
+    search = folder.index.prepare(T("alice"), "current")
+    for q, k in ((axis(0), 2), (axis(1), 50), (axis(0) + 2 * axis(1), 3)):
+        assert search(q, k) == folder.index.query(T("alice"), "current", q, k)
+    assert [i for i, _ in search(axis(0), 10)] == ["paris", "rome", "berlin"]  # never bob's
+    with pytest.raises(StoreError, match="unknown vector kind"):
+        folder.index.prepare(T("alice"), "nope")
+    exact = not folder.index.promoted(T("alice"))
+    folder.retire("alice", ["paris"])  # after the read: an exact user's prepared search still holds it
+    assert ("paris" in [i for i, _ in search(axis(0), 10)]) is exact
+    assert "paris" not in [i for i, _ in folder.index.prepare(T("alice"), "current")(axis(0), 10)]
+
+
 def test_ids_and_count_follow_the_current_facts(folder):
     assert folder.index.count(T("alice"), "current") == 0 and folder.index.ids(T("alice"), "current") == set()
     folder.add("alice", ["f1", "f2", "f3", "f4"], np.stack([axis(i) for i in range(4)]))
