@@ -227,14 +227,18 @@ def with_claim(fact: ExtractedFact, claim: Reading | None, text: str, before: st
     A change's names are those of the clauses that say what changed (:func:`change_names`), not
     the whole quote's: in "crazy thing happened at school today. I lost my job", the school did
     not end; those of the sentence ``before`` it when it names nothing ("tavola closed 😭 end
-    of an era"). A correction's are the whole quote's, values too ("did i say march? i meant
-    april": "march" was wrong). What a statement counts goes with it, claim or none.
+    of an era"). A correction's are those of its sentence and the one before it, values too
+    ("did i say march? i meant april": "march" was wrong), not a long message's every word
+    ("…the piano-driven songs I love. As for playing along, it was actually easier than
+    I expected!" corrects nothing about the piano). What a statement counts goes with it, claim or none.
     """
     counts = tuple(sorted(counts_of(text).items())) if fact.predicate == "statement" else ()
     if claim is None:
         return replace(fact, counts=counts) if counts else fact
-    names = (names_of(text, values=True) if claim.cue == "correction" else
-             change_names(claim.text) or names_of(before) if claim.cue else frozenset())
+    if claim.cue == "correction":
+        names = names_of(f"{before} {claim.text}" if claim.text in text else text, values=True)
+    else:
+        names = change_names(claim.text) or names_of(before) if claim.cue else frozenset()
     fact = replace(fact, attribute=claim.attribute, cue=claim.cue, names=tuple(sorted(names)),
                    retires=bool(claim.attribute and claim.sure), counts=counts)
     if claim.cue != "correction" or fact.predicate != "statement" or (kept := without_recall(text)) == text:

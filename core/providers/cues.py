@@ -54,6 +54,9 @@ _CORRECTION = re.compile(
     r"correct\s+(?:something|that|myself)|mix(?:ed|ing)?\s+(?:them|it|that|those|these)\s+up|mixed\s+up|"
     r"double[\s-]checked|typo|brain\s+glitch|not\s+the\s+\w+|my\s+bad|oops|wait\s+no|scratch\s+that|"
     r"did\s+i\s+say|i\s+misspoke)(?![\w'])")
+#: "Actually" that compares with what one expected, not with what one said: "it was actually a lot easier
+#: than I expected", "it's actually cheaper than the old one" (the clause after it holds a "than").
+_COMPARED = re.compile(r"[^,.;:!?]*\bthan\b", re.IGNORECASE)
 #: It reports what the speaker said before: a correction only beside a :data:`_CONTRAST` ("I told you
 #: 34, I'm 36"), else a memory of it ("the festival I told you about", "so I said yes").
 _RECALLED = re.compile(r"(?i)(?<![\w'])(?:i|i've)\s+(?:said\s+(?!yes\b|no\b|so\b|that\s+i\b)\S+|"
@@ -84,12 +87,15 @@ def cue_of(sentence: str) -> str | None:
         ('correction', 'change', None)
         >>> cue_of("I told you I was 34, I'm 36"), cue_of("remember the festival I told you about?")
         ('correction', None)
+        >>> cue_of("it was actually a lot easier than I expected!")  # set against what one expected
+
 
     A change asked about ("can I use fresh spinach instead of frozen?") or only weighed ("I'm
     thinking of wearing the sneakers instead") has not happened: no cue.
 
     """
-    if _CORRECTION.search(sentence) or (_RECALLED.search(sentence) and _CONTRAST.search(sentence)):
+    if any("actually" not in m.group().lower() or not _COMPARED.match(sentence, m.end())
+           for m in _CORRECTION.finditer(sentence)) or (_RECALLED.search(sentence) and _CONTRAST.search(sentence)):
         return "correction"
     found = _CHANGE.search(sentence)
     before = sentence[:found.start()] if found else ""

@@ -267,3 +267,18 @@ def test_a_job_taken_up_replaces_the_job_said_before(memory):
     _tell(memory, "I'm a dental hygienist.", "I started a new job as a pharmacist last week.", user="kim", name="Kim")
     now = _current(memory, "kim")
     assert _said(now, "works as a pharmacist") and not _said(now, "works as a dental hygienist")
+
+
+def test_actually_set_against_what_one_expected_corrects_nothing(memory):
+    _tell(memory, "I started playing along to my favorite songs on my old keyboard today, so much fun!",
+          "As for playing along to my favorite songs, it was actually a lot easier than I expected!")
+    assert _said(_current(memory), "my old keyboard today")
+
+
+def test_a_correction_in_a_long_message_names_what_its_own_sentences_name(memory):
+    _tell(memory, "My sister Maya is visiting in June, she wants to see the coast.",
+          "Maya loved the pottery class we took together last time. Anyway, work has been busy and I barely "
+          "see anyone these days. I told you the dentist was on Tuesday, it's actually Thursday.")
+    now = _current(memory)
+    assert _said(now, "My sister Maya is visiting in June, she wants to see the coast.")
+    assert _said(now, "it's actually Thursday")
