@@ -40,6 +40,11 @@ _WAL_KEEP_BYTES = 4 << 20
 #: Indexes of older folders that keys led by ``user_id`` replaced (:data:`~zep_core.stores.schema.SCHEMA`).
 _RETIRED_INDEXES = "DROP INDEX IF EXISTS messages_user; DROP INDEX IF EXISTS aliases_entity;"
 
+#: Reads go through a memory map of the file (SQLite caps it at its build's maximum, 2 GiB here):
+#: a query reads a user's ~500 vectors and their rows page by page, and each page read from the
+#: operating system's cache costs a system call without it (a LongMemEval-S user's vectors: 1.27
+#: → 0.84 ms). Writes still go through the file, so a full disk fails a write as before.
+_MMAP_BYTES = 1 << 31
 
 
 class Connection(SqlBase):
@@ -60,6 +65,7 @@ class Connection(SqlBase):
             self.db.enable_wal()
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
             keyless = _lacks_column(conn, "facts", "object_key")  # a folder from before schema version 3
             if keyless:
                 conn.execute("ALTER TABLE facts ADD COLUMN object_key TEXT")
