@@ -164,10 +164,15 @@ CLEAR_SQL = ("INSERT INTO temp.lexical_scratch(lexical_scratch) VALUES ('delete-
              "DELETE FROM temp.lexical_counts")
 
 
-def postings_df(context: bool) -> str:
-    """How many of a user's facts have a term (``?`` = user id, term): in their text, or text or context."""
+def postings_df(context: bool, terms: int = 1) -> str:
+    """How many of a user's facts have each of ``terms`` terms: in their text, or text or context.
+
+    Parameters: the user id, then the terms. Rows ``(term, facts)``, one per term that has
+    any (a term of no fact has no row): one statement for all the words of a question.
+    """
     where = "" if context else " AND tf_text > 0"
-    return f"SELECT count(*) FROM lexical_postings WHERE user_id = ? AND term = ?{where}"
+    marks = ", ".join("?" * terms)
+    return f"SELECT term, count(*) FROM lexical_postings WHERE user_id = ? AND term IN ({marks}){where} GROUP BY term"
 
 
 #: BM25's constants, FTS5's.

@@ -83,9 +83,11 @@ class SearchRows(SqlSearchRows, Connection):
                 known = self._hits.setdefault(user_id, {})
                 if len(known) > _MAX_STEMS:
                     known.clear()
-                for t in dict.fromkeys(terms):
-                    if (t, context) not in known:
-                        known[(t, context)] = self.db.execute(fts.postings_df(context), [user_id, t]).fetchone()[0]
+                missing = [t for t in dict.fromkeys(terms) if (t, context) not in known]
+                if missing:
+                    sql = fts.postings_df(context, len(missing))
+                    found = dict(self.db.execute(sql, [user_id, *missing]).fetchall())
+                    known.update(((t, context), found.get(t, 0)) for t in missing)
                 hits = {t: known[(t, context)] for t in terms}
                 weighed = [(t, fts.idf(docs, hits[t])) for t in terms
                            if hits[t] and not (hits[t] >= fts.COMMON_MIN_ROWS and 2 * hits[t] > docs)]
