@@ -43,7 +43,10 @@ _RETIRED_INDEXES = "DROP INDEX IF EXISTS messages_user; DROP INDEX IF EXISTS ali
 #: Reads go through a memory map of the file (SQLite caps it at its build's maximum, 2 GiB here):
 #: a query reads a user's ~500 vectors and their rows page by page, and each page read from the
 #: operating system's cache costs a system call without it (a LongMemEval-S user's vectors: 1.27
-#: → 0.84 ms). Writes still go through the file, so a full disk fails a write as before.
+#: → 0.84 ms). Writes still go through the file, so a full disk fails a write as before. The price
+#: (SQLite's "mmap" page): a disk that fails a *read* stops the process with SIGBUS instead of
+#: raising an error, as in any store that maps its file (LMDB); what was committed is in the file
+#: and its log either way, and the next open recovers it.
 _MMAP_BYTES = 1 << 31
 
 
