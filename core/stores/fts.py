@@ -164,7 +164,7 @@ CLEAR_SQL = ("INSERT INTO temp.lexical_scratch(lexical_scratch) VALUES ('delete-
              "DELETE FROM temp.lexical_counts")
 
 
-def postings_df(context: bool, terms: int = 1) -> str:
+def postings_df(context: bool, terms: int) -> str:
     """How many of a user's facts have each of ``terms`` terms: in their text, or text or context.
 
     Parameters: the user id, then the terms. Rows ``(term, facts)``, one per term that has
