@@ -23,7 +23,7 @@ from datetime import datetime
 
 from .models import Fact, new_id
 from .providers.claims import about_others, split_talk
-from .providers.cues import change_names, counts_of, cue_of, names_of, shared_names
+from .providers.cues import PEOPLE, change_names, counts_of, cue_of, names_of, shared_names
 from .providers.earlier import mentions
 from .providers.extractive import split_sentences
 from .stages import stages_of, track
@@ -217,20 +217,37 @@ def _same_subject(name: str, old: str, old_spans: Sequence[tuple[int, int]], new
     """Whether two statements of the track ``name`` speak of the same person.
 
     They do when they share a name besides the track's own words ("leo starts kindergarten",
-    "leo's in first grade"), or (``named`` False) when both say their stage of the speaker
-    ("omar and i are engaged", "married life is weird").
+    "leo's in first grade"), the older one where it says its stage: who was at that stage is
+    named there ("my daughter erin is expecting"), not elsewhere in the message ("I'm planning
+    my own wedding … the bride, Jen, looked stunning" is not Jen's stage). Else (``named``
+    False) when both say their stage of the speaker ("omar and i are engaged", "married life
+    is weird"), not of someone named right before it ("the barn where my friend Jen got married").
     """
     words = set(track(name).words.split())
 
-    def rest(text: str, spans: Sequence[tuple[int, int]]) -> frozenset[str]:
-        for start, end in sorted(spans, reverse=True):
+    def rest(text: str) -> frozenset[str]:
+        for start, end in sorted(stages_of(text).get(name, (0, []))[1], reverse=True):
             text = f"{text[:start]} {text[end:]}"
         return names_of(text) - words
 
-    if shared_names(rest(old, old_spans), rest(new, new_spans)):
+    staged = " ".join(s for s in split_talk(old) if name in stages_of(s)) or old
+    if shared_names(rest(staged), rest(new)):
         return True
     return not named and not any(about_others(s) for text in (old, new) for s in split_talk(text)
-                                 if name in stages_of(s))
+                                 if name in stages_of(s)) and not (
+        _of_another(old, old_spans) or _of_another(new, new_spans))
+
+
+#: Someone else named right before a stage: "the barn where my friend Jen got married", "my sister's engaged",
+#: "Jen, who just got married", "she's expecting" (not "I", not "we").
+_ANOTHER = re.compile(rf"(?i)(?:\b(?:my|our|his|her|their|a)\s+(?:\w+\s+)?{PEOPLE}(?:'s)?(?:\s+(?-i:[A-Z])\w+)?"
+                      r"(?:\s+(?:and|&)\s+\w+)?|\b(?:who|she|he|they)(?:'s|'re)?|(?<=[a-z,;] )(?-i:[A-Z][a-z]+)(?:'s)?)"
+                      r"\s+(?:(?:just|finally|recently|also)\s+)?$")
+
+
+def _of_another(text: str, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether every stage span of ``text`` is said of someone else, named just before it."""
+    return bool(spans) and all(_ANOTHER.search(text[max(0, start - 60):start]) for start, _ in spans)
 
 
 def _remainder(old: Fact, shared: frozenset[str], now: datetime, *, only_own: bool = True) -> Fact | None:

@@ -17,16 +17,16 @@ from .lexicon import FILLER_WORDS
 from .talk import SMALL_TALK_WORDS
 from .timeparse import find_times
 
-__all__ = ["COMMON_WORDS", "change_names", "counts_of", "cue_of", "names_of", "recalled_swap", "shared_names",
-           "without_recall"]
+__all__ = ["COMMON_WORDS", "PEOPLE", "change_names", "counts_of", "cue_of", "names_of", "recalled_swap",
+           "shared_names", "without_recall"]
 
 # --- cues ---------------------------------------------------------------------------------
 
-#: Who a thing can be given to (and is not itself a thing given).
-_PEOPLE = (r"(?:niece|nephew|son|daughter|kid|kids|child|sister|brother|cousin|friend|mom|mum|dad|parents|"
-           r"neighbou?r|coworker|roommate|aunt|uncle|grandma|grandpa|husband|wife|partner|boyfriend|girlfriend)")
+#: Who a thing can be given to (and is not itself a thing given); whose news a speaker tells.
+PEOPLE = (r"(?:niece|nephew|son|daughter|kid|kids|child|sister|brother|cousin|friend|mom|mum|dad|parents|"
+          r"neighbou?r|coworker|roommate|aunt|uncle|grandma|grandpa|husband|wife|partner|boyfriend|girlfriend)")
 #: Whom a thing went to (and the name after: "my nephew jonah"), in a change that gives it away: not what changed.
-_RECIPIENT = re.compile(rf"(?i)\bto\s+(?:my|our|a)\s+(?:\w+\s+)?{_PEOPLE}\b(?:\s+\w+)?")
+_RECIPIENT = re.compile(rf"(?i)\bto\s+(?:my|our|a)\s+(?:\w+\s+)?{PEOPLE}\b(?:\s+\w+)?")
 #: It says something replaced, changed or ended: "switched to", "got rid of", "passed away", "no longer".
 _CHANGE = re.compile(
     r"(?i)(?<![\w'])(?:switch(?:ed|ing)\s+(?:from|to|over|me|us|back|jobs|majors|careers)|replac(?:ed|ing)|"
@@ -42,7 +42,7 @@ _CHANGE = re.compile(
     r"went\s+(?:w|with)\s+(?:a|an|the)|plot\s+twist|"
     # a thing given away: "the macbook went to my niece", "gave my old bike to a neighbour"
     r"(?:gave|handed|passed)\s+(?:it|them|(?:the|my|our)\s+(?:old\s+)?\w+)\s+(?:down\s+|on\s+)?to\s+(?:my|our|a)|"
-    rf"(?:the|my|our)\s+(?:old\s+)?(?!{_PEOPLE}\b)\w+\s+(?:went|is\s+going|goes)\s+to\s+(?:my|our)\s+(?:\w+\s+)?{_PEOPLE}|"
+    rf"(?:the|my|our)\s+(?:old\s+)?(?!{PEOPLE}\b)\w+\s+(?:went|is\s+going|goes)\s+to\s+(?:my|our)\s+(?:\w+\s+)?{PEOPLE}|"
     r"(?:raised|dropped|increased|decreased|bumped|jumped|(?:is|'s|went|goes|going|came|comes)\s+(?:up|down))\s+"
     r"(?:\w+\s+)?to\s+[$€£]?\d[\d,.]*[k%]?)"
     r"(?![\w'])")
@@ -131,7 +131,11 @@ def change_names(sentence: str, *, announced: bool = True) -> frozenset[str]:
         >>> sorted(change_names("the macbook went to my niece for school"))
         ['macbook']
         >>> sorted(change_names("I replaced the ceiling fan about three weeks ago"))
-        ['ceiling', 'fan']
+        ['fan']
+        >>> sorted(change_names("I also replaced the worn-out kitchen mat"))  # the mat, not what is in the kitchen
+        ['mat']
+        >>> sorted(change_names("sold my Honda Civic"))  # a name written as one says which thing as well
+        ['civic', 'honda']
         >>> cue_of("rent went up to $2,100"), cue_of("I was pre-approved for up to $350,000")
         ('change', None)
         >>> cue_of("graduated last weekend 🎓"), cue_of("I graduated with a First-Class distinction from Mumbai")
@@ -139,9 +143,36 @@ def change_names(sentence: str, *, announced: bool = True) -> frozenset[str]:
 
     """
     said = [_untimed(c) for c in _CLAUSE_BREAK.split(sentence) if _CHANGE.search(c) or _ENDED.search(c)]
-    names = frozenset().union(*(names_of(_RECIPIENT.sub(" ", c)) for c in said))  # the niece got it: she did not change
+    names = frozenset().union(*(_heads(_RECIPIENT.sub(" ", c)) for c in said))  # the niece got it: she did not change
     # a cue of its own clause ("plot twist: i love running now") announces the rest of the sentence
     return names or (names_of(sentence) if announced else frozenset())
+
+
+def _heads(clause: str) -> frozenset[str]:
+    """The names of ``clause`` that say which thing: the last word of each run of names, and names written as one.
+
+    In "the worn-out kitchen mat" the mat is the thing and "kitchen" says which kind: a change of
+    the mat is not one of the kitchen shelves. A word written with a capital ("Honda Civic") is
+    a name wherever it stands.
+    """
+    out: set[str] = set()
+    run: list[tuple[str, bool]] = []  # (name, written as a name) of the names read since the last other word
+    last_end = 0
+
+    def close() -> None:
+        out.update(w for n, (w, proper) in enumerate(run) if proper or n == len(run) - 1)
+        run.clear()
+
+    text = clause.replace("’", "'")
+    for token in _TOKEN.finditer(text):
+        word = next(iter(names_of(token.group())), None)
+        if word is None or text[last_end:token.start()].strip():
+            close()
+        if word is not None:
+            run.append((word, token.group()[:1].isupper()))
+        last_end = token.end()
+    close()
+    return frozenset(out)
 
 
 #: Any moment will do: only where a time is said matters, not when it resolves to.
@@ -347,10 +378,14 @@ oh yeah""".split())
 #: A number after these names one thing of many ("document number 4"), it counts nothing.
 _LABEL = frozenset("number no no. # num".split())
 #: A clause told of one occasion, or in the past: an event ("I ran 5k today", "we logged sighting
-#: number 5"), not a count that holds until another replaces it.
-_ONCE = re.compile(r"(?i)\b(?:today|tonight|yesterday|this\s+(?:morning|afternoon|evening)|"
+#: number 5", "… and took me 3 weeks"), not a count that holds until another replaces it.
+_ONCE = re.compile(r"(?i)^\W*(?:it\s+)?(?:took|lasted)\b|"
+                   r"\b(?:today|tonight|yesterday|this\s+(?:morning|afternoon|evening)|"
                    r"last\s+(?:night|week|weekend|month|year|time)|(?:i|we|he|she|they)\s+(?:just\s+)?"
                    r"(?:\w+ed|was|were|had|did|got|went|ran|saw|made|took|gave|came|won|bought|caught|wrote)\b)")
+#: A clause that says more of the thing named before it ("a novel, which had 440 pages"): what it counts
+#: is that thing's, and another thing has its own ("which had 341 pages"), not a count the speaker holds.
+_RELATIVE = re.compile(r"(?i)^\W*(?:which|who|whose)\b")
 
 
 #: "my fav band is…", "our go-to date night spot": a favorite holds one value at a time.
@@ -375,6 +410,8 @@ def counts_of(text: str) -> dict[str, str]:
         {'i have # cats': 'three'}
         >>> counts_of("my fav band is twenty one pilots")
         {'favorite band': 'my fav band is twenty one pilots'}
+        >>> counts_of("I finished a novel, which had 440 pages and took me around 3 weeks")
+        {}
         >>> counts_of("I ran 5k today"), counts_of("test document number 4")
         ({}, {})
 
@@ -383,7 +420,7 @@ def counts_of(text: str) -> dict[str, str]:
     for found in _FAVORITE.finditer(text):  # "theyre my favorite band now": one favorite band at a time
         out[f"favorite {found['what'].lower()}"] = text[found.start():].split(".")[0].lower()
     for clause in _COUNT_CLAUSES.split(text):
-        if _ONCE.search(clause):
+        if _ONCE.search(clause) or _RELATIVE.search(clause):
             continue
         words = [w for w in re.findall(r"[\w$'%.,-]+", clause.lower().replace("’", "'")) if w.strip(".,")]
         words = [w.strip(".,") for w in words if w.strip(".,") not in _COUNT_FILLER]

@@ -282,3 +282,29 @@ def test_a_correction_in_a_long_message_names_what_its_own_sentences_name(memory
     now = _current(memory)
     assert _said(now, "My sister Maya is visiting in June, she wants to see the coast.")
     assert _said(now, "it's actually Thursday")
+
+
+def test_what_one_book_counts_is_not_replaced_by_another_books_count(memory):
+    # "which had 440 pages" counts the book's pages, not something the speaker holds: a second book has its own
+    _tell(memory, 'I just finished "The Nightingale" by Kristin Hannah, which had 440 pages and took me 3 weeks.',
+          'I just finished a 416-page novel, but before that I read "The Power", which had 341 pages and took me '
+          "5 weeks to finish.")
+    now = _current(memory)
+    assert _said(now, "which had 440 pages") and _said(now, "which had 341 pages")
+
+
+def test_a_thing_replaced_retires_what_was_said_of_it_not_of_another_thing_of_the_same_room(memory):
+    _tell(memory, "Any quick veggie recipes? By the way, I finally fixed the kitchen shelves last weekend.",
+          "My kitchen mat is worn out, it slides on the tiles.",
+          "By the way, I also replaced the worn-out kitchen mat in front of the sink with a new one from IKEA.")
+    now = _current(memory)
+    assert _said(now, "fixed the kitchen shelves")
+    assert not _said(now, "it slides on the tiles") and _said(now, "replaced the worn-out kitchen mat")
+
+
+def test_a_friends_wedding_does_not_end_the_speakers_own_wedding_plans(memory):
+    _tell(memory, "I'm planning my own wedding and wondering how to choose a venue. By the way, I just got back "
+                  "from a friend's wedding last weekend - the bride, Jen, looked stunning.",
+          "For the readings, I was thinking of asking my friend from my book club, Jen, who just got married last "
+          "weekend, to read a poem during the ceremony.")
+    assert _said(_current(memory), "planning my own wedding")
