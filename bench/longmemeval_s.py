@@ -10,7 +10,8 @@ own date) and of BM25 and dense retrieval over the same raw turns, in the same r
 * tokens of the top 5 (what the LLM would be handed);
 * ingest CPU and wall time per turn against the embedder alone on the same turns (as the baselines
   index them, ``"<role>: <text>"``; those vectors are the dense baseline's), judged by CPU time:
-  the embedder's two threads fill both cores in either;
+  the embedder's two threads fill both cores in either; the two alternate, a few users at a time
+  (:data:`INGEST_CHUNK`);
 * ``get_context`` latency against a floor on the same users, timed back to back: the
   question embedded plus an exact top-10 cosine scan of the user's turn vectors (what the
   vector tier does for a user under ``vector_exact_below`` facts).
@@ -47,6 +48,12 @@ ZEP = "zep: defaults"
 SYSTEMS = (ZEP, "bm25-turns", "dense-turns")
 #: Issue 46's targets, each against BM25 of the same run.
 LIFT_K5, LIFT_K10, SESSION_ANY5, TOKEN_SHARE, FLOOR_RATIO = 0.10, 0.15, 0.97, 1 / 3, 2.0
+
+
+#: Users ingested at a time, each chunk right after the embedder alone on its turns: the two are timed
+#: within a minute of each other, so a machine that slows down in the middle of a run slows both
+#: (timed as two phases of a quarter of an hour each, one full run's ratio moved from 0.92 to 1.08).
+INGEST_CHUNK = 6
 
 
 def _session_hits(hits: Sequence[Hit]) -> list[Hit]:
@@ -136,18 +143,25 @@ def run_s(path: str | Path = LONGMEMEVAL_S_DEV, *, per_type: int | None = QUICK_
     items = sample(load(path), per_type, seed)
     n_turns = sum(len(it.turns) for it in items)
     progress(f"{len(items)} questions, {n_turns} turns")
-    dense, embed_wall, embed_cpu = _embed_turns(items, embedder)
-    progress(f"embedder alone: {embed_wall * 1000 / n_turns:.2f} ms/turn")
+    dense: dict[str, DenseTurns] = {}
+    embed_wall = embed_cpu = wall = cpu = 0.0
+    facts = 0
     with tempfile.TemporaryDirectory(prefix="bench-lme-s-") as tmp:
         folder = Path(root or tmp) / "s"
         clock = AskedClock()
         with Memory(MemoryConfig(data_dir=folder, embedder=embedder, **options_for(settings, folder)),
                     clock=clock) as memory:
-            t0, c0 = time.perf_counter(), time.process_time()
-            facts = ingest_bulk(memory, items)
-            memory.flush()
-            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            progress(f"ingest: {facts} facts, {wall * 1000 / n_turns:.2f} ms/turn")
+            for n in range(0, len(items), INGEST_CHUNK):  # the embedder alone, then the ingest, of each chunk
+                chunk = items[n:n + INGEST_CHUNK]
+                part, chunk_wall, chunk_cpu = _embed_turns(chunk, embedder)
+                dense.update(part)
+                embed_wall, embed_cpu = embed_wall + chunk_wall, embed_cpu + chunk_cpu
+                t0, c0 = time.perf_counter(), time.process_time()
+                facts += ingest_bulk(memory, chunk)
+                memory.flush()
+                wall, cpu = wall + time.perf_counter() - t0, cpu + time.process_time() - c0
+            progress(f"embedder alone: {embed_wall * 1000 / n_turns:.2f} ms/turn; "
+                     f"ingest: {facts} facts, {wall * 1000 / n_turns:.2f} ms/turn")
             res = _evaluate(memory, items, dense, embedder, clock)
     words = [sum(len(t.content.split()) for t in it.turns) for it in items]
     out = {"dataset": str(path), "questions": len(items), "per_type": per_type, "seed": seed,
