@@ -225,16 +225,16 @@ def _same_subject(name: str, old: str, old_spans: Sequence[tuple[int, int]], new
     """
     words = set(track(name).words.split())
 
-    def rest(text: str) -> frozenset[str]:
-        for start, end in sorted(stages_of(text).get(name, (0, []))[1], reverse=True):
+    def rest(text: str, spans: Sequence[tuple[int, int]]) -> frozenset[str]:
+        for start, end in sorted(spans, reverse=True):
             text = f"{text[:start]} {text[end:]}"
         return names_of(text) - words
 
-    staged = " ".join(s for s in split_talk(old) if name in stages_of(s)) or old
-    if shared_names(rest(staged), rest(new)):
+    said = {text: [s for s in split_talk(text) if name in stages_of(s)] for text in (old, new)}  # the stage's sentences
+    staged = " ".join(said[old])
+    if shared_names(rest(staged, stages_of(staged)[name][1]) if staged else rest(old, old_spans), rest(new, new_spans)):
         return True
-    return not named and not any(about_others(s) for text in (old, new) for s in split_talk(text)
-                                 if name in stages_of(s)) and not (
+    return not named and not any(about_others(s) for sentences in said.values() for s in sentences) and not (
         _of_another(old, old_spans) or _of_another(new, new_spans))
 
 
