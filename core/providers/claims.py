@@ -99,6 +99,8 @@ _WANTS = re.compile(r"(?i)\b(?:ideas|tips|recs|recommendations|advice|suggestion
 _DATED = re.compile(r"(?i)\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mondays|tuesdays|"
                     r"wednesdays|thursdays|fridays|saturdays|sundays|tues|thurs|weekdays?|january|february|march|"
                     r"april|june|july|august|september|october|november|december)\b")
+#: The words by which speakers speak of themselves or their own ("I", "my team", "our kids", "im").
+SELF_WORDS = re.compile(r"(?i)(?<![\w'])(?:i|me|my|mine|myself|we|us|our|ours|im|ive|id|ill)(?![\w])")
 
 def is_request(text: str) -> bool:
     """Whether ``text`` asks for something: a recommendation, tips, help ("any suggestions?", "can you…").
@@ -321,8 +323,11 @@ class ClaimReader:
         """One :class:`Reading` per sentence, in order."""
         first = [self._by_rules(s) for s in sentences]
         # only a claim's meaning is weighed (small talk, its attribute): a question or a dropped sentence
-        # is read by the rules alone, and embedding it would cost as much as a claim
-        open_ = [i for i, r in enumerate(first) if r.act == CLAIM]
+        # is read by the rules alone, and embedding it would cost as much as a claim. So is a long sentence
+        # that speaks of no one's own ("…, which helps dissipate force away from the spine"): a text passed
+        # on (a pasted document, what a request is about), not small talk (that is short) and no claim of
+        # the speaker's that meaning alone could name an attribute of
+        open_ = [i for i, r in enumerate(first) if r.act == CLAIM and (_short(r.text) or SELF_WORDS.search(r.text))]
         if self.embedder is None or not open_:
             return first
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from functools import lru_cache
 
 from .lexicon import FILLER_WORDS
 from .talk import SMALL_TALK_WORDS
@@ -329,6 +330,10 @@ def names_of(text: str, *, values: bool = False) -> frozenset[str]:
         ['13', '3rd', 'march']
 
     """
+    return _remembered_names(text, values) if len(text) <= _REMEMBERED_CHARS else _names(text, values)
+
+
+def _names(text: str, values: bool) -> frozenset[str]:
     out = set()
     for word in (_VALUE_TOKEN if values else _TOKEN).findall(text.replace("’", "'")):
         w = word.lower().strip("'-")
@@ -340,6 +345,11 @@ def names_of(text: str, *, values: bool = False) -> frozenset[str]:
             continue
         out.add(w)
     return frozenset(out)
+
+
+#: The rules of an episode ask the names of one sentence many times: those of the latest short texts are kept.
+_REMEMBERED_CHARS = 2_000
+_remembered_names = lru_cache(maxsize=4096)(_names)
 
 
 def shared_names(names: frozenset[str], other: frozenset[str]) -> frozenset[str]:
@@ -371,6 +381,8 @@ _COUNT_EMPTY = frozenset("""a an the is are was were be been being am i i'm im m
 they their them he she his her of to in on at for with from by and or than then that this there year years month months
 week weeks day days hour hours minute minutes time times old about""".split())
 _COUNT_WORD = re.compile(rf"(?i)^(?:\$?\d[\d,]*(?:\.\d+)?[k%]?|{_NUMBER_WORDS})$")
+#: Where a count may be: a digit or a number word (every :data:`_COUNT_WORD` holds one).
+_ANY_NUMBER = re.compile(rf"(?i)\d|\b(?:{_NUMBER_WORDS})\b")
 #: Words that change nothing in what a count is of: "11 people report to me *now*".
 _COUNT_FILLER = frozenset("""now currently still just only about around roughly like almost nearly over under approx
 approximately exactly already also too so really actually lol haha anymore these days tho though ok okay well
@@ -419,8 +431,10 @@ def counts_of(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for found in _FAVORITE.finditer(text):  # "theyre my favorite band now": one favorite band at a time
         out[f"favorite {found['what'].lower()}"] = text[found.start():].split(".")[0].lower()
+    if not _ANY_NUMBER.search(text):
+        return out  # no number, no count (most of what is said)
     for clause in _COUNT_CLAUSES.split(text):
-        if _ONCE.search(clause) or _RELATIVE.search(clause):
+        if not _ANY_NUMBER.search(clause) or _ONCE.search(clause) or _RELATIVE.search(clause):
             continue
         words = [w for w in re.findall(r"[\w$'%.,-]+", clause.lower().replace("’", "'")) if w.strip(".,")]
         words = [w.strip(".,") for w in words if w.strip(".,") not in _COUNT_FILLER]

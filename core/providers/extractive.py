@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..models import Entity, Fact, Message
 from ..predicates import templates
@@ -121,6 +122,10 @@ _ABBREVIATION = re.compile(r"(?:^|[\s(])(?:st|dr|mr|mrs|ms|mt|jr|sr|prof|vs|etc|
 
 def split_sentences(text: str) -> list[str]:
     """Split text into sentences on ``.!?`` followed by space (not after "St.", "Dr."…), and on line breaks."""
+    return list(_remembered(text) if len(text) <= _REMEMBERED_CHARS else _sentences(text))
+
+
+def _sentences(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for part in _SENTENCE_END.split(text):
         if not part or not part.strip():
@@ -129,7 +134,12 @@ def split_sentences(text: str) -> list[str]:
             out[-1] = f"{out[-1]} {part.strip()}"
         else:
             out.append(part.strip())
-    return out
+    return tuple(out)
+
+
+#: One message is split by several readers of its episode: the splits of the latest short texts are kept.
+_REMEMBERED_CHARS = 2_000
+_remembered = lru_cache(maxsize=2048)(_sentences)
 
 
 def summarize_messages(

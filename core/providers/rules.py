@@ -53,7 +53,7 @@ from ..models import Message
 from ..names import is_own
 from ..predicates import stating_words
 from .base import ExtractedCorrection, ExtractedEntity, ExtractedFact, Extraction, ExtractionContext
-from .claims import CLAIM, DROP, ClaimReader, Reading, claim_groups, said_before, split_talk, with_claim
+from .claims import CLAIM, DROP, SELF_WORDS, ClaimReader, Reading, claim_groups, said_before, split_talk, with_claim
 from .cues import names_of
 from .earlier import Earlier, Heard, mentions
 from .extractive import speaker_of, split_sentences, summarize_messages
@@ -76,8 +76,6 @@ STATEMENT_CONFIDENCE = 0.6
 STATEMENT_MAX_CHARS = 500
 _QUESTION_MAX_WORDS = 8
 _SPACE_RE = re.compile(r"\s+")
-#: The words by which speakers speak of themselves or their own ("I", "my team", "our kids", "im").
-_SELF_RE = re.compile(r"(?i)(?<![\w'])(?:i|me|my|mine|myself|we|us|our|ours|im|ive|id|ill)(?![\w])")
 
 # --- the extractor -----------------------------------------------------------------
 
@@ -291,7 +289,7 @@ def _of_self(sentence: str, speaker: str) -> bool:
     Only such a sentence yields a fact whose subject is the speaker or the speaker's own, the one
     kind of fact the assistant's words give; the rest of a long reply need not be read by the rules.
     """
-    return _SELF_RE.search(sentence) is not None or speaker.casefold() in sentence.casefold()
+    return SELF_WORDS.search(sentence) is not None or speaker.casefold() in sentence.casefold()
 
 
 def _merge(facts: dict[tuple[str, str, str], ExtractedFact], fact: ExtractedFact) -> None:
