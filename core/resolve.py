@@ -12,6 +12,7 @@ import re
 
 from .predicates import predicate_aliases
 from .providers.claims import is_request
+from .providers.cues import ANY_NUMBER
 from .temporal import normalize_name
 
 __all__ = ["FIRST_PERSON", "asks_for_advice", "canonical_predicate", "entity_id", "input_aliases", "is_first_person",
@@ -142,3 +143,35 @@ def canonical_predicate(predicate: str) -> str:
         return predicate
     key = re.sub(r"[^\w]+", "_", predicate.strip().casefold()).strip("_")
     return _PREDICATE_ALIASES.get(key, key) or predicate
+
+
+#: "How many fish…", "how much did I spend…", "the total number of siblings I have": the answer is a count or a sum.
+#: "How many days passed between…", "how much time…" ask for time between dates, not a count said.
+_HOW_MANY = re.compile(r"(?i)\bhow\s+(?:many|much)\b(?!\s+(?:more\s+|longer\s+)?(?:days?|weeks?|months?|years?|"
+                       r"hours?|minutes?|time)\b)|\btotal\b")
+
+
+def asks_how_many(text: str) -> bool:
+    """Whether ``text`` asks for a count or a sum ("How many fish are in my aquariums?", "my total spend").
+
+    Example:
+        >>> asks_how_many("How many fish are there in total in both of my aquariums?")
+        True
+        >>> asks_how_many("Which fish did I add first?"), asks_how_many("How many days ago did I buy the tank?")
+        (False, False)
+
+    """
+    return _HOW_MANY.search(text) is not None
+
+
+def says_a_number(text: str) -> bool:
+    """Whether ``text`` says a number, in digits or in words ("10 neon tetras", "three sisters").
+
+    Example:
+        >>> says_a_number("my tank has 10 neon tetras"), says_a_number("I have three sisters")
+        (True, True)
+        >>> says_a_number("I got a snake plant from my sister")
+        False
+
+    """
+    return ANY_NUMBER.search(text) is not None

@@ -45,10 +45,12 @@ from .providers.timeparse import asked_window
 from .render import render_context_block
 from .resolve import (
     asks_for_advice,
+    asks_how_many,
     asks_what_the_assistant_said,
     input_aliases,
     mentions_first_person,
     mentions_second_person,
+    says_a_number,
 )
 from .stores.base import GraphIndex, VectorIndex
 from .stores.record_protocols import RetrievalRecords
@@ -144,7 +146,7 @@ def _ranks(scores: Mapping[str, float], order: Mapping[str, str]) -> dict[str, i
 def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], scoring: ScoringSettings,
                      *, lexical: Mapping[str, float] | None = None, asker: Collection[str] = (),
                      recency: Mapping[str, str] | None = None, in_window: Collection[str] = (),
-                     limit: int | None = None) -> list[Scored]:
+                     counted: Collection[str] = (), limit: int | None = None) -> list[Scored]:
     """Rank the candidates of one query; ties go to the fact with more of the question's words, then the newer.
 
     A fact *matches* by meaning when its cosine ``sm >= semantic_threshold``, by words
@@ -169,6 +171,8 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
         recency: sortable ``valid_from`` per id, used to break ties.
         in_window: the candidates that became true in the time the input names; with
             ``fusion="rrf"`` they form a fourth ranking, by cosine, of weight ``time_weight``.
+        counted: the asker's facts that say a number, for an input that asks how many or how
+            much; with ``fusion="rrf"`` they form a ranking by cosine of weight ``count_weight``.
         limit: only the best ``limit`` are returned (None: all).
 
     """
@@ -205,7 +209,8 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
             fit = {i: sem.get(i, 0.0) / 2 for i in graph_hits}
         by_graph = _ranks({i: g + fit[i] for i, g in graph_hits.items()}, recency)
         by_time = _ranks({i: sem.get(i, 0.0) for i in keep if i in in_window}, recency) if scoring.time_weight else {}
-        # each fact's terms are added in the order of the rankings (meaning, words, graph, time)
+        by_count = _ranks({i: sem.get(i, 0.0) for i in keep if i in counted}, recency) if scoring.count_weight else {}
+        # each fact's terms are added in the order of the rankings (meaning, words, graph, time, count)
         total: dict[str, float] = dict.fromkeys(keep, 0)
         for w, ranks in ((scoring.semantic_weight, by_sem), (scoring.lexical_weight, by_lex)):
             for fid, r in ranks.items():
@@ -214,6 +219,8 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
             total[fid] += (scoring.asker_weight if fid in asker else scoring.graph_weight) / (c + r)
         for fid, r in by_time.items():
             total[fid] += scoring.time_weight / (c + r)
+        for fid, r in by_count.items():
+            total[fid] += scoring.count_weight / (c + r)
         out.extend((fid, t, sem.get(fid, 0.0), graph.get(fid, 0.0), lexical.get(fid, 0.0)) for fid, t in total.items())
     # a tie is a tie however the sum was ordered (1/61 + 1/62 against 1/62 + 1/61): 9 digits
     out.sort(key=lambda s: (round(s[1], 9), s[4], recency.get(s[0], ""), s[0]), reverse=True)
@@ -318,9 +325,11 @@ class Retriever:
         voice = self._assistant if about_assistant else query.asker  # whose words the answer is in
         self._catch_up(user)
         k = max(scoring.semantic_candidates, scoring.context_limit)
+        # a first-person question over a long history reaches deeper by meaning (known once the askers are)
+        deep = k if scoring.graph_fit == "cosine" else max(k, scoring.long_history_candidates)
         prepare = getattr(self.vectors, "prepare", None)  # an index that can read the user's vectors ahead
         nearest = _query_thread().submit(self._nearest, user, f"{voice}: {query.text}" if voice else query.text,
-                                         None if prepare else k)
+                                         None if prepare else deep)
         words = (self.records.lexical_ranking(user, query.text, limit=scoring.lexical_candidates, as_of=as_of,
                                               context_weight=scoring.lexical_context_weight)
                  if scoring.lexical_weight else [])  # (fact id, BM25) of valid facts
@@ -340,9 +349,11 @@ class Retriever:
         rows = self.records.ranking_rows(user, list(ids))
         search = prepare(user, "current") if prepare else None  # the vectors are read while the query is embedded
         vector, found = nearest.result()
-        semantic = dict(search(vector, k) if search else found)
+        if fit != "words":  # the asker's facts are ordered by meaning: its nearest ``k`` are the candidates
+            deep = k
+        semantic = dict(search(vector, deep) if search else sorted(found, key=lambda hit: -hit[1])[:deep])
         if as_of is not None:  # what was true then and is no longer: in the record store, not the index
-            semantic.update(self.records.history_search(user, vector, k, as_of))
+            semantic.update(self.records.history_search(user, vector, deep, as_of))
         rows += self.records.ranking_rows(user, list(set(semantic) - ids))
         found = {r.fact.id for r in rows}
         lexical = {fid: score for fid, score in words if fid in found}
@@ -357,9 +368,12 @@ class Retriever:
             scoring = replace(scoring, graph_fit=fit if asker else "cosine")
         start, end = query.window or ("", "")
         in_window = {i for i, r in valid.items() if start <= r.fact.valid_from < end}
+        # "how many fish are in my aquariums?": what the asker said in numbers ("10 neon tetras") is the count
+        counted = ({i for i in asker if says_a_number(valid[i].fact.content)}
+                   if scoring.count_weight and asker and asks_how_many(query.text) else set())
         ranked = score_candidates({i: s for i, s in semantic.items() if i in valid}, graph, scoring,
                                   lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker,
-                                  recency=recency, in_window=in_window,
+                                  recency=recency, in_window=in_window, counted=counted,
                                   limit=2 * scoring.context_limit)  # a newer near-duplicate may come from below the cut
         older: dict[str, str] = {}
         if scoring.newer_first_similarity < 1.0 and len(ranked) > 1:

@@ -108,6 +108,14 @@ class ScoringSettings:
             (``cosine`` is ahead on LoCoMo's adversarial questions) and a request for advice
             ("any tips?": its words are what it wants, not what was said) keep ``cosine``
             (docs/benchmarks.md, issue 46).
+        long_history_candidates: how many nearest vectors the meaning ranking fetches when the
+            graph orders the asker's facts by their words (``graph_fit`` ``words``: a first-person
+            question over a history longer than ``semantic_candidates``); the words find what the
+            vectors miss, and a deeper meaning ranking gives more of the asker's facts both ranks.
+            A question about others or in a short history fetches ``semantic_candidates``.
+        count_weight: weight of the ranking of the asker's own facts that say a number ("10 neon
+            tetras", "three sisters"), by cosine, when a first-person input asks how many or how
+            much ("How many fish are in my aquariums?"); 0 switches it off.
 
     Raises:
         ConfigError: a value is out of range or of the wrong type.
@@ -137,6 +145,8 @@ class ScoringSettings:
     lexical_context_weight: float = 1.0
     time_weight: float = 1.0
     graph_fit: Literal["auto", "words", "cosine"] = "auto"
+    long_history_candidates: int = 100
+    count_weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -145,9 +155,11 @@ class ScoringSettings:
             raise ConfigError(f"graph_fit must be 'auto', 'words' or 'cosine', got {self.graph_fit!r}")
         if self.graph_mode not in ("boost", "candidates"):
             raise ConfigError(f"graph_mode must be 'boost' or 'candidates', got {self.graph_mode!r}")
-        if not all(_is_real(w) and w >= 0 for w in (self.lexical_weight, self.asker_weight,
-                                                      self.lexical_context_weight, self.time_weight)):
-            raise ConfigError("lexical_weight, lexical_context_weight, asker_weight and time_weight must be >= 0")
+        weights = (self.lexical_weight, self.asker_weight, self.lexical_context_weight, self.time_weight,
+                   self.count_weight)
+        if not all(_is_real(w) and w >= 0 for w in weights):
+            raise ConfigError("lexical_weight, lexical_context_weight, asker_weight, time_weight and count_weight "
+                              "must be >= 0")
         if not _is_real(self.newer_first_similarity) or not 0 <= self.newer_first_similarity <= 1:
             raise ConfigError(f"newer_first_similarity must be in [0, 1], got {self.newer_first_similarity!r}")
         _check_counts(self, "lexical_candidates", "rrf_k")
@@ -164,7 +176,7 @@ class ScoringSettings:
         object.__setattr__(self, "hop_scores", tuple(map(float, scores)))
         if len(self.hop_scores) < self.graph_hops:
             raise ConfigError(f"hop_scores needs one score per hop ({self.graph_hops}), got {self.hop_scores}")
-        _check_counts(self, "context_limit", "semantic_candidates", "graph_candidates")
+        _check_counts(self, "context_limit", "semantic_candidates", "graph_candidates", "long_history_candidates")
 
     def keys(self) -> tuple[str, ...]:
         """The field names, so that ``**settings`` gives MemoryConfig's flat keywords."""

@@ -382,7 +382,7 @@ they their them he she his her of to in on at for with from by and or than then 
 week weeks day days hour hours minute minutes time times old about""".split())
 _COUNT_WORD = re.compile(rf"(?i)^(?:\$?\d[\d,]*(?:\.\d+)?[k%]?|{_NUMBER_WORDS})$")
 #: Where a count may be: a digit or a number word (every :data:`_COUNT_WORD` holds one).
-_ANY_NUMBER = re.compile(rf"(?i)\d|\b(?:{_NUMBER_WORDS})\b")
+ANY_NUMBER = re.compile(rf"(?i)\d|\b(?:{_NUMBER_WORDS})\b")
 #: Words that change nothing in what a count is of: "11 people report to me *now*".
 _COUNT_FILLER = frozenset("""now currently still just only about around roughly like almost nearly over under approx
 approximately exactly already also too so really actually lol haha anymore these days tho though ok okay well
@@ -431,10 +431,10 @@ def counts_of(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for found in _FAVORITE.finditer(text):  # "theyre my favorite band now": one favorite band at a time
         out[f"favorite {found['what'].lower()}"] = text[found.start():].split(".")[0].lower()
-    if not _ANY_NUMBER.search(text):
+    if not ANY_NUMBER.search(text):
         return out  # no number, no count (most of what is said)
     for clause in _COUNT_CLAUSES.split(text):
-        if not _ANY_NUMBER.search(clause) or _ONCE.search(clause) or _RELATIVE.search(clause):
+        if not ANY_NUMBER.search(clause) or _ONCE.search(clause) or _RELATIVE.search(clause):
             continue
         words = [w for w in re.findall(r"[\w$'%.,-]+", clause.lower().replace("’", "'")) if w.strip(".,")]
         words = [w.strip(".,") for w in words if w.strip(".,") not in _COUNT_FILLER]

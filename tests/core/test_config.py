@@ -116,6 +116,9 @@ def test_from_env_still_sets_the_endpoint_and_overrides_win():
     assert MemoryConfig.from_env({}) == MemoryConfig()
 
 
+_WEIGHTS = "lexical_weight, lexical_context_weight, asker_weight, time_weight and count_weight must be >= 0"
+
+
 @pytest.mark.parametrize(("bad", "message"), [
     ({"semantic_threshold": 1.5}, r"semantic_threshold must be in \[0, 1\], got 1.5"),
     ({"semantic_threshold": "0.5"}, "semantic_threshold must be in"),
@@ -139,9 +142,11 @@ def test_from_env_still_sets_the_endpoint_and_overrides_win():
     ({"fusion": "max"}, "fusion must be 'rrf' or 'weighted', got 'max'"),
     ({"graph_mode": "flood"}, "graph_mode must be 'boost' or 'candidates'"),
     ({"graph_fit": "loud"}, "graph_fit must be 'auto', 'words' or 'cosine', got 'loud'"),
-    ({"lexical_weight": -0.1}, "lexical_weight, lexical_context_weight, asker_weight and time_weight must be >= 0"),
-    ({"asker_weight": "3"}, "lexical_weight, lexical_context_weight, asker_weight and time_weight must be >= 0"),
-    ({"time_weight": -1}, "lexical_weight, lexical_context_weight, asker_weight and time_weight must be >= 0"),
+    ({"lexical_weight": -0.1}, _WEIGHTS),
+    ({"asker_weight": "3"}, _WEIGHTS),
+    ({"time_weight": -1}, _WEIGHTS),
+    ({"count_weight": -2}, _WEIGHTS),
+    ({"long_history_candidates": 0}, "long_history_candidates must be an integer >= 1, got 0"),
     ({"newer_first_similarity": 1.2}, r"newer_first_similarity must be in \[0, 1\]"),
     ({"rrf_k": 0}, "rrf_k must be an integer >= 1, got 0"),
     ({"lexical_candidates": 2.5}, "lexical_candidates must be an integer >= 1"),

@@ -14,7 +14,14 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
-from zep_core.resolve import asks_for_advice, asks_what_the_assistant_said, input_aliases, mentions_second_person
+from zep_core.resolve import (
+    asks_for_advice,
+    asks_how_many,
+    asks_what_the_assistant_said,
+    input_aliases,
+    mentions_second_person,
+    says_a_number,
+)
 from zep_core.retrieval import ContextQuery, newer_first, score_candidates
 from zep_core.stores.records import iso
 from zep_core.temporal import normalize_name
@@ -37,6 +44,8 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
     vector = memory.embedder.embed_query(f"{voice}: {query.text}" if voice else query.text)
     memory.flush()
     k = max(scoring.semantic_candidates, scoring.context_limit)
+    if scoring.graph_fit == "words" or (scoring.graph_fit == "auto" and _long_history(memory, query, vector)):
+        k = max(k, scoring.long_history_candidates)  # a first-person question over a long history: deeper
     semantic = dict(vectors.query(T(user), "current", vector, k))
     if when is not None:  # superseded facts valid then, by brute force over every stored fact of the user
         then = [(fid, float(s.embedding @ vector)) for ids in records.iter_fact_ids(T(user))
@@ -89,15 +98,35 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
     recency = {i: iso(f.valid_from) for i, f in valid.items()}
     start, end = query.window or ("", "")
     in_window = {i for i, f in valid.items() if start <= iso(f.valid_from) < end}
+    counted = ({i for i in asker if i in valid and says_a_number(valid[i].content)}
+               if scoring.count_weight and asks_how_many(query.text) else set())
     ranked = score_candidates({i: s for i, s in semantic.items() if i in valid},
                               {i: g for i, g in scores.items() if i in valid}, scoring,
                               lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker, recency=recency,
-                              in_window=in_window)
+                              in_window=in_window, counted=counted)
     ranked = ranked[: 2 * scoring.context_limit]
     top = [s.fact_id for s in ranked]
     ranked, older = newer_first(ranked, records.fact_vectors(T(user), top),
                                 {i: valid[i].subject.casefold() for i in top}, recency, scoring.newer_first_similarity)
     return [(s.fact_id, round(s.score, 6), older.get(s.fact_id)) for s in ranked[: scoring.context_limit]]
+
+
+def _long_history(memory, query: ContextQuery, vector) -> bool:
+    """Whether an asker of the question (not a request for advice) holds more facts than meaning fetches."""
+    records, scoring, when = memory._stores.records, query.scoring, query.as_of
+    assistant = memory.config.assistant_speaker
+    askers = [query.asker] if query.asker else []
+    if assistant and asks_what_the_assistant_said(query.text):
+        askers.append(assistant)
+    names = [normalize_name(a) for a in askers]
+    found = records.entity_ids_for_aliases(T(query.user_id), names)
+    ids = [found[n] for n in names if n in found]
+    if not ids or asks_for_advice(query.text) or scoring.asker_weight == scoring.graph_weight:
+        return False
+    every = [s for fids in records.iter_fact_ids(T(query.user_id))
+             for s in records.stored_facts(T(query.user_id), fids).values()
+             if (s.fact.valid_at(when) if when else s.fact.is_current)]
+    return any(sum(a in (s.subject_id, s.object_id) for s in every) > scoring.semantic_candidates for a in ids)
 
 
 @pytest.fixture(scope="module")
