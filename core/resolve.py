@@ -12,7 +12,6 @@ import re
 
 from .predicates import predicate_aliases
 from .providers.claims import is_request
-from .providers.cues import ANY_NUMBER
 from .temporal import normalize_name
 
 __all__ = ["FIRST_PERSON", "asks_for_advice", "canonical_predicate", "entity_id", "input_aliases", "is_first_person",
@@ -162,16 +161,3 @@ def asks_how_many(text: str) -> bool:
 
     """
     return _HOW_MANY.search(text) is not None
-
-
-def says_a_number(text: str) -> bool:
-    """Whether ``text`` says a number, in digits or in words ("10 neon tetras", "three sisters").
-
-    Example:
-        >>> says_a_number("my tank has 10 neon tetras"), says_a_number("I have three sisters")
-        (True, True)
-        >>> says_a_number("I got a snake plant from my sister")
-        False
-
-    """
-    return ANY_NUMBER.search(text) is not None

@@ -41,6 +41,7 @@ from .config import MemoryConfig, ScoringSettings
 from .errors import NotFoundError, ValidationError
 from .models import Entity, Fact, to_utc
 from .providers.base import Embedder
+from .providers.cues import says_a_number
 from .providers.timeparse import asked_window
 from .render import render_context_block
 from .resolve import (
@@ -50,7 +51,6 @@ from .resolve import (
     input_aliases,
     mentions_first_person,
     mentions_second_person,
-    says_a_number,
 )
 from .stores.base import GraphIndex, VectorIndex
 from .stores.record_protocols import RetrievalRecords

@@ -14,13 +14,13 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
+from zep_core.providers.cues import says_a_number
 from zep_core.resolve import (
     asks_for_advice,
     asks_how_many,
     asks_what_the_assistant_said,
     input_aliases,
     mentions_second_person,
-    says_a_number,
 )
 from zep_core.retrieval import ContextQuery, newer_first, score_candidates
 from zep_core.stores.records import iso
