@@ -146,7 +146,8 @@ def _ranks(scores: Mapping[str, float], order: Mapping[str, str]) -> dict[str, i
 def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], scoring: ScoringSettings,
                      *, lexical: Mapping[str, float] | None = None, asker: Collection[str] = (),
                      recency: Mapping[str, str] | None = None, in_window: Collection[str] = (),
-                     counted: Collection[str] = (), limit: int | None = None) -> list[Scored]:
+                     counted: Collection[str] = (), nearer: Mapping[str, float] | None = None,
+                     limit: int | None = None) -> list[Scored]:
     """Rank the candidates of one query; ties go to the fact with more of the question's words, then the newer.
 
     A fact *matches* by meaning when its cosine ``sm >= semantic_threshold``, by words
@@ -173,6 +174,8 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
             ``fusion="rrf"`` they form a fourth ranking, by cosine, of weight ``time_weight``.
         counted: the asker's facts that say a number, for an input that asks how many or how
             much; with ``fusion="rrf"`` they form a ranking by cosine of weight ``count_weight``.
+        nearer: cosine of facts fetched by meaning past the candidates (a long first-person history):
+            not candidates themselves, they rank the candidates by meaning as far down as they are.
         limit: only the best ``limit`` are returned (None: all).
 
     """
@@ -198,7 +201,9 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
             out.append((fid, total, sm, gm, lexical.get(fid, 0.0)))
     else:
         c = scoring.rrf_k
-        by_sem = _ranks({i: sem[i] for i in keep if sem.get(i, 0.0) >= scoring.semantic_threshold}, recency)
+        by_sem = _ranks({**{i: float(v) for i, v in (nearer or {}).items() if i not in keep},
+                         **{i: sem[i] for i in keep if sem.get(i, 0.0) >= scoring.semantic_threshold}}, recency)
+        by_sem = {i: r for i, r in by_sem.items() if i in keep}  # ranked among the nearer facts, not candidates
         by_lex = _ranks({i: lexical[i] for i in keep if lexical.get(i, 0.0) > 0}, recency)
         best = (scoring.semantic_weight + scoring.lexical_weight) / (c + 1)  # first by meaning and by words
         if scoring.graph_fit == "words" and best > 0:  # hop, then the fusion of meaning and words, in [0, 1/2]
@@ -349,11 +354,13 @@ class Retriever:
         rows = self.records.ranking_rows(user, list(ids))
         search = prepare(user, "current") if prepare else None  # the vectors are read while the query is embedded
         vector, found = nearest.result()
-        if fit != "words":  # the asker's facts are ordered by meaning: its nearest ``k`` are the candidates
-            deep = k
-        semantic = dict(search(vector, deep) if search else sorted(found, key=lambda hit: -hit[1])[:deep])
+        hits = search(vector, deep) if search else sorted(found, key=lambda hit: -hit[1])[:deep]
+        semantic = dict(hits[:k])
+        # past the nearest ``k``, the fetched facts are not candidates (no rows are read for them): they only
+        # rank the candidates found by their words as far from the question by meaning as they are
+        nearer = dict(hits[k:]) if fit == "words" else {}
         if as_of is not None:  # what was true then and is no longer: in the record store, not the index
-            semantic.update(self.records.history_search(user, vector, deep, as_of))
+            semantic.update(self.records.history_search(user, vector, k, as_of))
         rows += self.records.ranking_rows(user, list(set(semantic) - ids))
         found = {r.fact.id for r in rows}
         lexical = {fid: score for fid, score in words if fid in found}
@@ -373,7 +380,7 @@ class Retriever:
                    if scoring.count_weight and asker and asks_how_many(query.text) else set())
         ranked = score_candidates({i: s for i, s in semantic.items() if i in valid}, graph, scoring,
                                   lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker,
-                                  recency=recency, in_window=in_window, counted=counted,
+                                  recency=recency, in_window=in_window, counted=counted, nearer=nearer,
                                   limit=2 * scoring.context_limit)  # a newer near-duplicate may come from below the cut
         older: dict[str, str] = {}
         if scoring.newer_first_similarity < 1.0 and len(ranked) > 1:

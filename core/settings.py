@@ -108,11 +108,11 @@ class ScoringSettings:
             (``cosine`` is ahead on LoCoMo's adversarial questions) and a request for advice
             ("any tips?": its words are what it wants, not what was said) keep ``cosine``
             (docs/benchmarks.md, issue 46).
-        long_history_candidates: how many nearest vectors the meaning ranking fetches when the
-            graph orders the asker's facts by their words (``graph_fit`` ``words``: a first-person
-            question over a history longer than ``semantic_candidates``); the words find what the
-            vectors miss, and a deeper meaning ranking gives more of the asker's facts both ranks.
-            A question about others or in a short history fetches ``semantic_candidates``.
+        long_history_candidates: how deep the meaning ranking ranks when the graph orders the
+            asker's facts by their words (``graph_fit`` ``words``: a first-person question over a
+            history longer than ``semantic_candidates``): a fact found by its words is ranked by
+            meaning among this many nearest facts, not only among the ``semantic_candidates``
+            fetched as candidates (the others rank it; they are not candidates themselves).
         count_weight: weight of the ranking of the asker's own facts that say a number ("10 neon
             tetras", "three sisters"), by cosine, when a first-person input asks how many or how
             much ("How many fish are in my aquariums?"); 0 switches it off.

@@ -44,8 +44,9 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
     vector = memory.embedder.embed_query(f"{voice}: {query.text}" if voice else query.text)
     memory.flush()
     k = max(scoring.semantic_candidates, scoring.context_limit)
+    nearer = {}  # a first-person question over a long history: the candidates found by words ranked deeper
     if scoring.graph_fit == "words" or (scoring.graph_fit == "auto" and _long_history(memory, query, vector)):
-        k = max(k, scoring.long_history_candidates)  # a first-person question over a long history: deeper
+        nearer = dict(vectors.query(T(user), "current", vector, max(k, scoring.long_history_candidates))[k:])
     semantic = dict(vectors.query(T(user), "current", vector, k))
     if when is not None:  # superseded facts valid then, by brute force over every stored fact of the user
         then = [(fid, float(s.embedding @ vector)) for ids in records.iter_fact_ids(T(user))
@@ -103,7 +104,7 @@ def reference(memory, query: ContextQuery) -> list[tuple[str, float, str | None]
     ranked = score_candidates({i: s for i, s in semantic.items() if i in valid},
                               {i: g for i, g in scores.items() if i in valid}, scoring,
                               lexical={i: s for i, s in lexical.items() if i in valid}, asker=asker, recency=recency,
-                              in_window=in_window, counted=counted)
+                              in_window=in_window, counted=counted, nearer=nearer)
     ranked = ranked[: 2 * scoring.context_limit]
     top = [s.fact_id for s in ranked]
     ranked, older = newer_first(ranked, records.fact_vectors(T(user), top),
