@@ -354,7 +354,7 @@ class Retriever:
         rows = self.records.ranking_rows(user, list(ids))
         search = prepare(user, "current") if prepare else None  # the vectors are read while the query is embedded
         vector, found = nearest.result()
-        hits = search(vector, deep) if search else sorted(found, key=lambda hit: -hit[1])[:deep]
+        hits = sorted(search(vector, deep) if search else found, key=lambda hit: -hit[1])[:deep]  # best first
         semantic = dict(hits[:k])
         # past the nearest ``k``, the fetched facts are not candidates (no rows are read for them): they only
         # rank the candidates found by their words as far from the question by meaning as they are
