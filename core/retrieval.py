@@ -172,10 +172,8 @@ def score_candidates(semantic: Mapping[str, float], graph: Mapping[str, float], 
         recency: sortable ``valid_from`` per id, used to break ties.
         in_window: the candidates that became true in the time the input names; with
             ``fusion="rrf"`` they form a fourth ranking, by cosine, of weight ``time_weight``.
-        counted: the asker's facts that say a number, for an input that asks how many or how
-            much; with ``fusion="rrf"`` they form a ranking by cosine of weight ``count_weight``.
-        nearer: cosine of facts fetched by meaning past the candidates (a long first-person history):
-            not candidates themselves, they rank the candidates by meaning as far down as they are.
+        counted: the asker's facts that say a number, for a how-many input: a ranking by cosine (``count_weight``).
+        nearer: cosine of facts fetched past the candidates: not candidates, they push the candidates' meaning ranks.
         limit: only the best ``limit`` are returned (None: all).
 
     """
@@ -330,7 +328,6 @@ class Retriever:
         voice = self._assistant if about_assistant else query.asker  # whose words the answer is in
         self._catch_up(user)
         k = max(scoring.semantic_candidates, scoring.context_limit)
-        # a first-person question over a long history reaches deeper by meaning (known once the askers are)
         deep = k if scoring.graph_fit == "cosine" else max(k, scoring.long_history_candidates)
         prepare = getattr(self.vectors, "prepare", None)  # an index that can read the user's vectors ahead
         nearest = _query_thread().submit(self._nearest, user, f"{voice}: {query.text}" if voice else query.text,
@@ -356,8 +353,7 @@ class Retriever:
         vector, found = nearest.result()
         hits = sorted(search(vector, deep) if search else found, key=lambda hit: -hit[1])[:deep]  # best first
         semantic = dict(hits[:k])
-        # past the nearest ``k``, the fetched facts are not candidates (no rows are read for them): they only
-        # rank the candidates found by their words as far from the question by meaning as they are
+        # a long first-person history: facts past the nearest k only rank the word matches (no rows read)
         nearer = dict(hits[k:]) if fit == "words" else {}
         if as_of is not None:  # what was true then and is no longer: in the record store, not the index
             semantic.update(self.records.history_search(user, vector, k, as_of))
