@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from functools import lru_cache
 
-from .lexicon import FILLER_WORDS
+from .lexicon import FILLER_WORDS, remembered
 from .talk import SMALL_TALK_WORDS
 from .timeparse import find_times
 
@@ -330,9 +329,10 @@ def names_of(text: str, *, values: bool = False) -> frozenset[str]:
         ['13', '3rd', 'march']
 
     """
-    return _remembered_names(text, values) if len(text) <= _REMEMBERED_CHARS else _names(text, values)
+    return _names(text, values)
 
 
+@remembered  # the rules of an episode ask the names of one sentence many times
 def _names(text: str, values: bool) -> frozenset[str]:
     out = set()
     for word in (_VALUE_TOKEN if values else _TOKEN).findall(text.replace("’", "'")):
@@ -345,11 +345,6 @@ def _names(text: str, values: bool) -> frozenset[str]:
             continue
         out.add(w)
     return frozenset(out)
-
-
-#: The rules of an episode ask the names of one sentence many times: those of the latest short texts are kept.
-_REMEMBERED_CHARS = 2_000
-_remembered_names = lru_cache(maxsize=4096)(_names)
 
 
 def shared_names(names: frozenset[str], other: frozenset[str]) -> frozenset[str]:

@@ -20,10 +20,10 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from ..models import Entity, Fact, Message
 from ..predicates import templates
+from .lexicon import remembered
 
 __all__ = [
     "ExtractiveSummarizer",
@@ -122,9 +122,10 @@ _ABBREVIATION = re.compile(r"(?:^|[\s(])(?:st|dr|mr|mrs|ms|mt|jr|sr|prof|vs|etc|
 
 def split_sentences(text: str) -> list[str]:
     """Split text into sentences on ``.!?`` followed by space (not after "St.", "Dr."…), and on line breaks."""
-    return list(_remembered(text) if len(text) <= _REMEMBERED_CHARS else _sentences(text))
+    return list(_sentences(text))
 
 
+@remembered  # one message is split by several readers of its episode
 def _sentences(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for part in _SENTENCE_END.split(text):
@@ -135,11 +136,6 @@ def _sentences(text: str) -> tuple[str, ...]:
         else:
             out.append(part.strip())
     return tuple(out)
-
-
-#: One message is split by several readers of its episode: the splits of the latest short texts are kept.
-_REMEMBERED_CHARS = 2_000
-_remembered = lru_cache(maxsize=2048)(_sentences)
 
 
 def summarize_messages(

@@ -20,6 +20,9 @@ conditions against them:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import lru_cache, wraps
+from typing import TypeVar
 
 # --- words --------------------------------------------------------------------------
 
@@ -172,3 +175,23 @@ PLACE_CONTEXT = re.compile(
     r"neighbou?rhood|village|state|island|abroad|lived?|living|emigrated)\b"
 )
 WORD_RE = re.compile(r"[\w'’&-]+|[^\w\s]")
+
+
+_R = TypeVar("_R")
+#: Texts up to this long are remembered by :func:`remembered`; a longer one is read each time.
+REMEMBERED_CHARS = 2_000
+
+
+def remembered(read: Callable[..., _R]) -> Callable[..., _R]:
+    """``read(text, *args)``, keeping the results of the latest 4,096 short texts.
+
+    The rules of an episode read one sentence many times (its names, its split); ``read`` must
+    return what no caller changes (a tuple, a frozenset).
+    """
+    cached = lru_cache(maxsize=4096)(read)
+
+    @wraps(read)
+    def call(text: str, *args: object) -> _R:
+        return cached(text, *args) if len(text) <= REMEMBERED_CHARS else read(text, *args)
+
+    return call

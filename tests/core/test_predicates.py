@@ -85,40 +85,35 @@ def test_questions_and_what_others_do_are_not_claims_about_the_speaker(reader, n
     assert name not in [r.attribute for r in reader.read(NOT_CLAIMS[name])]
 
 
-def test_only_claims_are_weighed_by_meaning_a_question_costs_no_embedding():
+def counting_reader() -> tuple[ClaimReader, list[str]]:
+    """A reader on the real embedder, and the texts it embeds from now on (the examples' vectors are made first)."""
     from zep_core.providers.local import LocalEmbedder
 
-    class Counting(LocalEmbedder):
-        texts: list[str] = []
+    embedded: list[str] = []
 
+    class Counting(LocalEmbedder):
         def embed(self, texts):
-            type(self).texts += list(texts)
+            embedded.extend(texts)
             return super().embed(texts)
 
     reader = ClaimReader(Counting())
     reader.read(["I live in Oslo"])  # the examples' vectors, embedded once per embedder
-    Counting.texts = []
+    embedded.clear()
+    return reader, embedded
+
+
+def test_only_claims_are_weighed_by_meaning_a_question_costs_no_embedding():
+    reader, embedded = counting_reader()
     readings = reader.read(["any tips for a first marathon?", "what shoes should I get?", "I run 20 miles a week"])
     assert [r.act for r in readings] == ["ask", "ask", "claim"]
-    assert Counting.texts == ["I run 20 miles a week"]
+    assert embedded == ["I run 20 miles a week"]
 
 
 def test_a_long_sentence_of_no_ones_own_is_passed_on_text_read_by_the_rules_alone():
-    from zep_core.providers.local import LocalEmbedder
-
-    class Counting(LocalEmbedder):
-        texts: list[str] = []
-
-        def embed(self, texts):
-            type(self).texts += list(texts)
-            return super().embed(texts)
-
-    reader = ClaimReader(Counting())
-    reader.read(["I live in Oslo"])  # the examples' vectors, embedded once per embedder
-    Counting.texts = []
+    reader, embedded = counting_reader()
     pasted = "Make sure to always swing your arms from the shoulders as you walk, as this helps dissipate force."
     own = "I've been taking Pilates classes twice a week to improve my flexibility and my balance."
     short = "the weather was lovely all day"  # short: small talk is weighed by meaning, whoever it is of
     readings = reader.read([pasted, own, short])
     assert readings[0].act == "claim" and readings[0].attribute is None  # quoted as said, retiring nothing
-    assert Counting.texts == [own, short]
+    assert embedded == [own, short]
