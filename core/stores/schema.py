@@ -57,6 +57,10 @@ __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "FactRow", "RankingRow", 
 #: version neither reads nor writes it (its facts have none), and a folder from before it gets the
 #: column on open; ``facts_attribute`` serves the update rules' read of a one-value attribute.
 #:
+#: ``outbox_user`` (PostgreSQL's index of the same name) has a read find its own user's queued index
+#: writes (:meth:`~zep_core.sync.IndexSync.catch_up`, before every ``get_context``) without scanning
+#: everyone's: a backlog of other users' writes costs a read nothing.
+#:
 #: ``facts_current`` (a user's current fact ids) and ``vector_tiers`` (the users whose vectors
 #: have a Chroma collection, :mod:`zep_core.stores.tiered`) serve the exact search of small
 #: users' vectors (new in version 6, whose folders an older version refuses).
@@ -118,6 +122,7 @@ CREATE INDEX IF NOT EXISTS aliases_key ON aliases(user_id, entity_id);
 CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, op TEXT NOT NULL, user_id TEXT NOT NULL,
     ref_id TEXT, payload TEXT);
+CREATE INDEX IF NOT EXISTS outbox_user ON outbox(user_id, seq);
 CREATE TABLE IF NOT EXISTS outbox_quarantine (
     op TEXT NOT NULL, user_id TEXT NOT NULL, ref_id TEXT NOT NULL, payload TEXT, error TEXT NOT NULL,
     seq INTEGER, quarantined_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),

@@ -114,6 +114,16 @@ def _whole_user_reads(memory, statements) -> list[tuple[str, str]]:
             if _WHOLE_USER.match(step)]
 
 
+def test_a_read_counts_only_its_own_users_queued_index_writes(grown):
+    """``get_context``'s catch-up asks whether its user has index writes queued: by ``outbox_user``, not a scan."""
+    memory, users, _ = grown
+    statements = _statements(memory, lambda: memory.get_context("Where do I live?", user_id=users[0].id))
+    counts = [(sql, steps) for sql, steps in _plans(memory, statements) if re.search(r"FROM outbox WHERE user_id", sql)]
+    assert counts
+    for sql, steps in counts:
+        assert steps == ["SEARCH outbox USING COVERING INDEX outbox_user (user_id=?)"], sql
+
+
 def _unkeyed_reads(memory, statements) -> list[tuple[str, str]]:
     """``(statement, plan step)`` for every step on a tenant table that does not seek a key led by ``user_id``."""
     found = []
