@@ -59,7 +59,7 @@ __all__ = ["FACT_COLUMNS", "SCHEMA", "SCHEMA_VERSION", "FactRow", "RankingRow", 
 #:
 #: ``outbox_user`` (PostgreSQL's index of the same name) has a read find its own user's queued index
 #: writes (:meth:`~zep_core.sync.IndexSync.catch_up`, before every ``get_context``) without scanning
-#: everyone's: a backlog of other users' writes costs a read nothing.
+#: everyone's: a backlog of other users' writes costs a read one index seek, not a scan.
 #:
 #: ``facts_current`` (a user's current fact ids) and ``vector_tiers`` (the users whose vectors
 #: have a Chroma collection, :mod:`zep_core.stores.tiered`) serve the exact search of small
