@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bench.common import Progress
 from bench.longmemeval_data import load, sample, session_of
-from bench.longmemeval_s import SYSTEMS, format_s, markdown_s, run_s, s_targets
+from bench.longmemeval_s import SYSTEMS, _storage, format_s, markdown_s, run_s, s_targets
 
 TYPES = ("single-session-user", "multi-session", "knowledge-update")
 
@@ -76,6 +76,21 @@ def test_a_tiny_s_run_scores_zep_and_both_baselines_with_sessions_tokens_and_spe
     page = "\n".join(markdown_s(out))
     assert "### LongMemEval-S" in page and "session any@5" in page and "`bm25-turns`" in page
     assert zep["ku_newest"]["k5"]["knowledge-update"]["any"] == 1.0 and "KU newest@5" in page
+    # each call's time and what it read from disk are kept, and how many calls read is shown beside the p95
+    assert all(r["ms"] > 0 and r["floor_ms"] > 0 for r in out["rows"])
+    if out["storage"] is not None:  # Linux: /proc/self/io
+        assert 0 <= out["storage"]["calls_reading_disk"] <= 3 and all(r["disk_kb"] >= 0 for r in out["rows"])
+        assert f"{out['storage']['calls_reading_disk']} calls read from disk" in format_s(out)
+
+
+def test_the_calls_that_read_nothing_from_disk_are_timed_apart_as_a_diagnostic_not_a_target():
+    ours, floor = [10.0, 2.0, 3.0, 20.0], [2.0, 1.0, 1.0, 2.0]
+    st = _storage(ours, floor, [4096 * 1024, 0, 0, 1024 * 1024])
+    assert st["calls_reading_disk"] == 2 and st["disk_kb_per_reading_call"] == 2560
+    assert st["cached_get_context_ms"]["p95"] <= 3.0 and st["cached_floor_ms"]["p50"] == 1.0
+    assert st["cached_ratio_p95"] == round(st["cached_get_context_ms"]["p95"] / 1.0, 2)
+    assert "cached_get_context_ms" not in _storage(ours, floor, [1, 1, 1, 1])  # every call read: nothing apart
+    assert _storage(ours, floor, [0, None, 0, 0]) is None  # no counter on this system: no diagnostic
 
 
 def test_longmemeval_runs_the_s_setting_and_the_report_shows_it_with_its_targets(tmp_path, embedder):
@@ -93,3 +108,16 @@ def test_longmemeval_runs_the_s_setting_and_the_report_shows_it_with_its_targets
     page = render(tmp_path / "results")
     assert "### LongMemEval-S: the real long histories" in page
     assert "LongMemEval-S, 3 questions: all@5 ≥ BM25 + 0.10" in page
+
+
+def test_what_the_process_has_read_from_storage_is_a_count_that_only_grows(tmp_path):
+    from bench.common import storage_reads
+
+    before = storage_reads()
+    (tmp_path / "f").write_bytes(b"x" * 65536)
+    assert (tmp_path / "f").read_bytes()[:1] == b"x"
+    after = storage_reads()
+    if before is None:  # not Linux: the benchmark reports no disk reads rather than a wrong count
+        assert after is None
+    else:
+        assert isinstance(before, int) and after >= before >= 0
