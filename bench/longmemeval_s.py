@@ -139,8 +139,9 @@ def _storage(ours: Sequence[float], floor: Sequence[float], disk: Sequence[int |
     if any(d is None for d in disk) or not disk:
         return None
     cached = [i for i, d in enumerate(disk) if d == 0]
-    out: dict[str, Any] = {"calls_reading_disk": len(disk) - len(cached),
-                           "disk_kb_per_reading_call": round(sum(disk) / 1024 / max(1, len(disk) - len(cached)))}
+    reading = len(disk) - len(cached)
+    out: dict[str, Any] = {"calls_reading_disk": reading,
+                           "disk_kb_per_reading_call": round(sum(disk) / 1024 / max(1, reading))}
     if cached:
         mine = percentiles([ours[i] for i in cached], (50, 95))
         theirs = percentiles([floor[i] for i in cached], (50, 95))
