@@ -18,7 +18,8 @@ accumulate and show. A trial:
    take back what ``write()`` handed to the kernel). An episode a kill interrupted is
    sent again, same id and messages, by the next child, as a client would.
 2. the parent SIGKILLs it: ``U(0, 0.3)`` s after the fork in 15 % of the trials (mostly
-   while it opens), else ``U(0, 1)`` s after its open returned;
+   while it opens), else ``U(0, 1)`` s after its open returned (with ``--after-episodes N``,
+   after it also acknowledged N episodes);
 3. the parent reopens the folder (recovery runs on open) and checks that
    ``check_consistency()`` is ``{}`` and the three stores, read directly, agree
    (``tests/stores/state.py``); that every acknowledged episode is stored with the same
@@ -556,10 +557,13 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n")[:-1] if line]
 
 
-def _wait_for_open(acks: Path, pid: int, timeout: float) -> bool:
+def _wait_for(acks: Path, pid: int, timeout: float, episodes: int = 0) -> bool:
+    """Wait until the child's open returned and it acknowledged ``episodes`` episodes; False if it ended."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if acks.read_bytes().startswith(b'{"ev": "open"}\n'):
+        events = read_events(acks)
+        if events[:1] == [{"ev": "open"}] and sum(
+                e["ev"] == "done" and e["op"] in ("ingest", "supersede") for e in events) >= episodes:
             return True
         try:
             if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
@@ -573,8 +577,9 @@ def _wait_for_open(acks: Path, pid: int, timeout: float) -> bool:
 class _Soak:
     """The parent's state across trials: one folder, the ledger, the counters."""
 
-    def __init__(self, work: Path, seed: int, embedder: Any, kill_window: float) -> None:
+    def __init__(self, work: Path, seed: int, embedder: Any, kill_window: float, after_episodes: int = 0) -> None:
         self.work, self.seed, self.embedder, self.kill_window = work, seed, embedder, kill_window
+        self.after_episodes = after_episodes
         self.data, self.exports_dir = work / "data", work / "exports"
         self.acks, self.log = work / "acks.jsonl", work / "child.log"
         self.exports_dir.mkdir(parents=True, exist_ok=True)
@@ -599,7 +604,7 @@ class _Soak:
                 "trial": trial, "retry": self.retry, "exports": list(self.ledger.exports),
                 "exports_dir": str(self.exports_dir)}
         pid = zygote.ask(cmd="fork", **spec)["pid"]
-        opened = early or _wait_for_open(self.acks, pid, OPEN_TIMEOUT_S)
+        opened = early or _wait_for(self.acks, pid, OPEN_TIMEOUT_S, self.after_episodes)
         time.sleep(delay)
         try:
             os.kill(pid, signal.SIGKILL)
@@ -615,7 +620,8 @@ class _Soak:
         self.seconds["reopen"].append(verdict.reopen_seconds)
         if ended["signal"] != signal.SIGKILL or not opened:
             tail = self.log.read_text(errors="replace")[-1500:] if self.log.exists() else ""
-            verdict.problems.append(("inconsistent", f"the child ended on its own ({ended}): {tail}"))
+            verdict.problems.append(("inconsistent", f"the child ended on its own or never got as far as the kill "
+                                                     f"waits for ({ended}): {tail}"))
         self._count(events, running, verdict)
         self.retry = running if running and running["op"] in ("ingest", "supersede") else None
         self._prune_exports()
@@ -672,7 +678,8 @@ def _seconds(values: Sequence[float]) -> dict[str, float]:
 
 
 def run(trials: int, seed: int, *, out: Path | None = None, work: Path | None = None, embedder: Any = None,
-        kill_window: float = KILL_WINDOW_S, keep_going: bool = False, quiet: bool = False) -> dict[str, Any]:
+        kill_window: float = KILL_WINDOW_S, after_episodes: int = 0, keep_going: bool = False,
+        quiet: bool = False) -> dict[str, Any]:
     """Run ``trials`` SIGKILL trials on one data folder and write the result file.
 
     Args:
@@ -683,6 +690,9 @@ def run(trials: int, seed: int, *, out: Path | None = None, work: Path | None = 
             folder, removed after a run that found nothing).
         embedder: the offline default embedder, if one is loaded already.
         kill_window: the kill comes ``U(0, kill_window)`` s after a child's open returned.
+        after_episodes: ... and, in a trial not killed early, after the child acknowledged this
+            many episodes (the smoke test's 1: on a loaded machine a child can spend the whole
+            window on its first operation, and a run that acknowledged nothing checks nothing).
         keep_going: go on after a trial that found a problem (by default the run stops
             there and keeps the folder as it was).
         quiet: no progress lines.
@@ -697,7 +707,7 @@ def run(trials: int, seed: int, *, out: Path | None = None, work: Path | None = 
     out = Path(out) if out else RESULTS_DIR / "soak.json"
     temporary = work is None
     work = Path(work) if work else Path(tempfile.mkdtemp(prefix="zep-soak-"))
-    soak = _Soak(work, seed, embedder or LocalEmbedder(), kill_window)
+    soak = _Soak(work, seed, embedder or LocalEmbedder(), kill_window, after_episodes)
     zygote = _Zygote()
     started = time.perf_counter()
     try:
@@ -717,7 +727,8 @@ def run(trials: int, seed: int, *, out: Path | None = None, work: Path | None = 
     total = time.perf_counter() - started
     c = soak.counts
     result = {
-        "command": f"python -m bench.soak --trials {trials} --seed {seed}",
+        "command": f"python -m bench.soak --trials {trials} --seed {seed}"
+                   + (f" --after-episodes {after_episodes}" if after_episodes else ""),
         "trials": c["trials"], "requested_trials": trials, "seed": seed,
         "episodes_acknowledged": c["episodes_acknowledged"], "lost": c["lost"], "inconsistent": c["inconsistent"],
         "episodes_checked": c["episodes_checked"], "moves_acknowledged": c["moves_acknowledged"],
@@ -731,7 +742,7 @@ def run(trials: int, seed: int, *, out: Path | None = None, work: Path | None = 
         "op_weights": OPS,
         "kills": dict(soak.killed.most_common()),
         "kill_delay": {"early_share": EARLY_SHARE, "early_window_s": EARLY_WINDOW_S,
-                       "window_after_open_s": kill_window},
+                       "window_after_open_s": kill_window, "after_episodes": after_episodes},
         "outbox_rows_replayed": c["outbox_rows_replayed"],
         "trials_with_outbox_rows_left": c["trials_with_outbox_rows_left"],
         "seconds": round(total, 1),
@@ -760,6 +771,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, help="folder for the data and exports (default: a temporary one)")
     parser.add_argument("--kill-window", type=float, default=KILL_WINDOW_S,
                         help="kill U(0, this) s after a child's open returned (default: %(default)s)")
+    parser.add_argument("--after-episodes", type=int, default=0,
+                        help="start the kill delay after the child acknowledged this many episodes (default: 0)")
     parser.add_argument("--keep-going", action="store_true", help="do not stop at the first trial that fails")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--zygote", action="store_true", help=argparse.SUPPRESS)
@@ -767,9 +780,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.zygote:
         serve()
         return 0
-    if args.trials < 1 or not 0 < args.kill_window <= 60:
-        parser.error("--trials must be >= 1 and --kill-window in (0, 60] seconds")
+    if args.trials < 1 or not 0 < args.kill_window <= 60 or args.after_episodes < 0:
+        parser.error("--trials must be >= 1, --kill-window in (0, 60] seconds and --after-episodes >= 0")
     r = run(args.trials, args.seed, out=args.out, work=args.work, kill_window=args.kill_window,
+            after_episodes=args.after_episodes,
             keep_going=args.keep_going, quiet=args.quiet)
     print(f"soak: {r['trials']} trials, {r['episodes_acknowledged']} acknowledged episodes, {r['lost']} lost, "
           f"{r['inconsistent']} inconsistent, {r['seconds_per_trial']['mean']:.2f} s per trial "

@@ -18,9 +18,14 @@ WHEN = "2020-01-01T00:00:00+00:00"
 
 
 def test_a_five_trial_soak_loses_nothing_and_writes_its_figures(tmp_path, embedder):
-    result = run(5, seed=11, out=tmp_path / "soak.json", work=tmp_path / "work", embedder=embedder, quiet=True)
+    # after_episodes=1: each trial not killed while it opens (seed 11: none is) acknowledges an episode
+    # before its kill delay starts, so the check has something to check however loaded the machine
+    # is (a CI run once acknowledged none: every child spent its window on its first operation)
+    result = run(5, seed=11, out=tmp_path / "soak.json", work=tmp_path / "work", embedder=embedder,
+                 after_episodes=1, quiet=True)
     assert (result["trials"], result["lost"], result["inconsistent"], result["failures"]) == (5, 0, 0, [])
-    assert result["episodes_acknowledged"] > 0
+    assert result["episodes_acknowledged"] >= 5
+    assert "open" not in result["kills"]
     # every acknowledgement was looked up by a check, or an acknowledged forget took it away first
     # (episodes_checked, a sum over checks, may be smaller when a trial forgets what it wrote)
     assert (result["episodes_first_checked"] + result["episodes_forgotten_before_a_check"]
@@ -31,7 +36,8 @@ def test_a_five_trial_soak_loses_nothing_and_writes_its_figures(tmp_path, embedd
     assert result["seconds_per_trial"]["mean"] > 0
     written = json.loads((tmp_path / "soak.json").read_text())
     assert written["benchmark"] == "soak"
-    assert written["command"] == "python -m bench.soak --trials 5 --seed 11"
+    assert written["command"] == "python -m bench.soak --trials 5 --seed 11 --after-episodes 1"
+    assert written["kill_delay"]["after_episodes"] == 1
 
 
 def _ingest(begin: dict) -> list[dict]:
