@@ -48,5 +48,6 @@ def test_the_embedder_agrees_with_the_reference_evaluator(embedder):
         ids = np.array([encoded.ids], dtype=np.int64)
         hidden = reference.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
                                       "token_type_ids": np.array([encoded.type_ids], dtype=np.int64)})[0][0]
-        exact = hidden.mean(axis=0) / np.linalg.norm(hidden.mean(axis=0))
+        pooled = hidden.mean(axis=0)
+        exact = pooled / np.linalg.norm(pooled)
         assert float(np.abs(vector - exact).max()) < 1e-5, (text, float(vector @ exact))
